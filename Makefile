@@ -1,0 +1,37 @@
+# flowbridge: build, test and benchmark. Every target installs the Debian packages it needs first,
+# so a machine that has only Swift can run `make test`.
+
+SWIFT ?= swift
+# Debian packages the build, the tests and the benchmark need.
+DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev \
+                mosquitto mosquitto-clients openssl tzdata systemd
+
+.PHONY: deps build test release clean
+
+## deps: install the Debian packages that are missing (apt-get, via sudo when not root).
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; \
+	  else echo "error: missing Debian packages:$$missing; install them as root (apt-get install$$missing)" >&2; exit 1; fi; \
+	  command -v apt-get >/dev/null 2>&1 || { echo "error: no apt-get here; install:$$missing" >&2; exit 1; }; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing \
+	    || { echo "error: could not install:$$missing" >&2; exit 1; }; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test
+
+release: deps
+	$(SWIFT) build -c release --static-swift-stdlib
+
+clean:
+	rm -rf .build

@@ -1,0 +1,24 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// flowbridge: MQTT energy meters → flow widget merge-patches.
+/// No package dependencies: only the toolchain's modules and Debian's C libraries (see Makefile).
+let package = Package(
+    name: "flowbridge",
+    products: [
+        .library(name: "FlowCore", targets: ["FlowCore"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CMosquitto", pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CYAML", pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]),
+        .target(name: "FlowCore"),
+        .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore"]),
+    ]
+)

@@ -1,0 +1,418 @@
+/// A JSON document value.
+///
+/// flowbridge reads JSON from meters (often sloppy), writes widget documents, and diffs them, so it
+/// keeps its own small value type instead of `Codable` models: one parser and one printer serve the
+/// payload decoder, the merge-patch code, the widget models, traces and the state file.
+///
+/// Printing is deterministic (object keys sorted by their UTF-8 bytes) and numbers print as a person
+/// writes them: `1000`, `-1400`, `12.4`, never `1000.0`.
+public enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+}
+
+extension JSONValue {
+    /// The value under `key` when this is an object.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let members) = self { return members[key] }
+        return nil
+    }
+
+    public var objectValue: [String: JSONValue]? {
+        if case .object(let members) = self { return members }
+        return nil
+    }
+
+    public var arrayValue: [JSONValue]? {
+        if case .array(let items) = self { return items }
+        return nil
+    }
+
+    public var stringValue: String? {
+        if case .string(let text) = self { return text }
+        return nil
+    }
+
+    public var numberValue: Double? {
+        if case .number(let number) = self { return number }
+        return nil
+    }
+
+    public var boolValue: Bool? {
+        if case .bool(let flag) = self { return flag }
+        return nil
+    }
+
+    /// A short name of the kind, for error messages ("expected a number, found a text").
+    public var kindDescription: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a text"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}
+
+extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
+    ExpressibleByDictionaryLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    public init(floatLiteral value: Double) { self = .number(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}
+
+// MARK: - Printing
+
+extension JSONValue: CustomStringConvertible {
+    /// Compact JSON text.
+    public var description: String { String(decoding: encoded(), as: UTF8.self) }
+
+    /// Compact JSON as UTF-8 bytes, keys sorted.
+    public func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
+        write(to: &out)
+        return out
+    }
+
+    /// Appends the compact JSON text of this value to `out`.
+    public func write(to out: inout [UInt8]) {
+        switch self {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
+        case .number(let number): out.append(contentsOf: JSONValue.format(number).utf8)
+        case .string(let text): JSONValue.writeString(text, to: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                item.write(to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            for (index, key) in members.keys.sorted(by: JSONValue.keyOrder).enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                members[key]!.write(to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Byte order of the UTF-8 text: the same on every platform and locale.
+    static func keyOrder(_ lhs: String, _ rhs: String) -> Bool {
+        lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+    }
+
+    /// Formats a number the way a person writes it: integers without a fraction, other values with
+    /// the shortest text that reads back to the same Double. Non-finite values have no JSON form and
+    /// print as `null` (validation keeps them out of widget documents).
+    public static func format(_ number: Double) -> String {
+        guard number.isFinite else { return "null" }
+        if number == number.rounded(), abs(number) < 1e15 {
+            return String(Int64(number))  // also turns -0 into "0"
+        }
+        return number.description  // shortest round-trip form, e.g. "12.4", "1e-05"
+    }
+
+    static func writeString(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
+            case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
+            case 0x0A: out.append(contentsOf: "\\n".utf8)
+            case 0x0D: out.append(contentsOf: "\\r".utf8)
+            case 0x09: out.append(contentsOf: "\\t".utf8)
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: "\\u00".utf8)
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xF)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+// MARK: - Parsing
+
+/// Why a text is not JSON, with the byte offset where reading stopped.
+public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public var offset: Int
+    public var description: String { "\(message) at byte \(offset)" }
+}
+
+extension JSONValue {
+    /// Parses one JSON text (RFC 8259). Surrounding white space is allowed; anything else after the
+    /// value is an error. Nesting deeper than 128 levels is refused rather than risking the stack.
+    public init(parsing text: String) throws(JSONParseError) {
+        self = try JSONValue(parsing: Array(text.utf8))
+    }
+
+    public init(parsing bytes: [UInt8]) throws(JSONParseError) {
+        self = try bytes.withUnsafeBufferPointer { buffer throws(JSONParseError) in
+            var parser = JSONParser(bytes: buffer)
+            return try parser.parseDocument()
+        }
+    }
+}
+
+/// A recursive-descent JSON parser over UTF-8 bytes.
+struct JSONParser: ~Copyable {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var index = 0
+    var depth = 0
+    static let maxDepth = 128
+
+    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    mutating func parseDocument() throws(JSONParseError) -> JSONValue {
+        let value = try parseValue()
+        skipWhitespace()
+        if index < bytes.count { throw fail("unexpected text after the JSON value") }
+        return value
+    }
+
+    func fail(_ message: String) -> JSONParseError { JSONParseError(message: message, offset: index) }
+
+    mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func parseValue() throws(JSONParseError) -> JSONValue {
+        skipWhitespace()
+        guard index < bytes.count else { throw fail("unexpected end of JSON") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+        default: throw fail("unexpected character")
+        }
+    }
+
+    mutating func expectLiteral(_ word: StaticString) throws(JSONParseError) {
+        let count = word.utf8CodeUnitCount
+        guard index + count <= bytes.count else { throw fail("unexpected end of JSON") }
+        for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] {
+            throw fail("unknown literal")
+        }
+        index += count
+    }
+
+    mutating func enter() throws(JSONParseError) {
+        depth += 1
+        if depth > JSONParser.maxDepth { throw fail("JSON nested too deeply") }
+    }
+
+    mutating func parseObject() throws(JSONParseError) -> JSONValue {
+        try enter()
+        index += 1
+        var members: [String: JSONValue] = [:]
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            return .object(members)
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a key") }
+            let key = try parseString()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+            index += 1
+            members[key] = try parseValue()
+            skipWhitespace()
+            guard index < bytes.count else { throw fail("unexpected end of JSON") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                depth -= 1
+                return .object(members)
+            } else {
+                throw fail("expected ',' or '}'")
+            }
+        }
+    }
+
+    mutating func parseArray() throws(JSONParseError) -> JSONValue {
+        try enter()
+        index += 1
+        var items: [JSONValue] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            depth -= 1
+            return .array(items)
+        }
+        while true {
+            items.append(try parseValue())
+            skipWhitespace()
+            guard index < bytes.count else { throw fail("unexpected end of JSON") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                depth -= 1
+                return .array(items)
+            } else {
+                throw fail("expected ',' or ']'")
+            }
+        }
+    }
+
+    mutating func parseNumber() throws(JSONParseError) -> Double {
+        let start = index
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        func digits(_ parser: inout JSONParser) -> Int {
+            let begin = parser.index
+            while parser.index < parser.bytes.count,
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(parser.bytes[parser.index])
+            {
+                parser.index += 1
+            }
+            return parser.index - begin
+        }
+        let intDigits = digits(&self)
+        guard intDigits > 0 else { throw fail("expected a digit") }
+        if intDigits > 1, bytes[start + (bytes[start] == UInt8(ascii: "-") ? 1 : 0)] == UInt8(ascii: "0") {
+            throw fail("leading zero in a number")
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard digits(&self) > 0 else { throw fail("expected a digit after '.'") }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
+            guard digits(&self) > 0 else { throw fail("expected a digit in the exponent") }
+        }
+        let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
+        guard let number = NumberText.double(ascii: text) else { throw fail("number out of range") }
+        return number
+    }
+
+    mutating func parseString() throws(JSONParseError) -> String {
+        index += 1  // opening quote
+        let start = index
+        // Fast path: no escapes.
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                index += 1
+                return text
+            }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            index += 1
+        }
+        var scalars: [UInt8] = Array(bytes[start..<index])
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                return String(decoding: scalars, as: UTF8.self)
+            case 0..<0x20:
+                throw fail("control character in a string")
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard index < bytes.count else { throw fail("unexpected end of JSON") }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""): scalars.append(UInt8(ascii: "\""))
+                case UInt8(ascii: "\\"): scalars.append(UInt8(ascii: "\\"))
+                case UInt8(ascii: "/"): scalars.append(UInt8(ascii: "/"))
+                case UInt8(ascii: "b"): scalars.append(0x08)
+                case UInt8(ascii: "f"): scalars.append(0x0C)
+                case UInt8(ascii: "n"): scalars.append(0x0A)
+                case UInt8(ascii: "r"): scalars.append(0x0D)
+                case UInt8(ascii: "t"): scalars.append(0x09)
+                case UInt8(ascii: "u"):
+                    var code = try parseHex4()
+                    if (0xD800..<0xDC00).contains(code), index + 1 < bytes.count,
+                        bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                    {
+                        index += 2
+                        let low = try parseHex4()
+                        if (0xDC00..<0xE000).contains(low) {
+                            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                        } else {
+                            index -= 6  // not a pair: read the second escape on its own
+                        }
+                    }
+                    let scalar = Unicode.Scalar(code) ?? "\u{FFFD}"
+                    scalars.append(contentsOf: String(Character(scalar)).utf8)
+                default:
+                    throw fail("unknown escape")
+                }
+            default:
+                scalars.append(byte)
+                index += 1
+            }
+        }
+        throw fail("unterminated string")
+    }
+
+    mutating func parseHex4() throws(JSONParseError) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw fail("unexpected end of JSON") }
+        var code: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let nibble: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = byte - UInt8(ascii: "A") + 10
+            default: throw fail("bad \\u escape")
+            }
+            code = code << 4 | UInt32(nibble)
+            index += 1
+        }
+        return code
+    }
+}
+
+/// Number text → Double, shared by the JSON parser and the payload decoder.
+enum NumberText {
+    /// Converts ASCII number text (already checked for its shape by the caller, or checked here by
+    /// `strtod`-like rules of `Double(_:)`) to a finite Double; nil when it overflows or isn't a number.
+    static func double(ascii text: UnsafeBufferPointer<UInt8>) -> Double? {
+        // Double(Substring) parses decimal text with correct rounding; it also accepts "nan" and
+        // "inf", which callers exclude by the shape they check first.
+        guard let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite else { return nil }
+        return value
+    }
+}

@@ -1,0 +1,40 @@
+/// JSON merge patches (RFC 7396), the only way flowbridge updates a widget after its first document.
+public enum MergePatch {
+    /// Applies `patch` to `target` exactly as RFC 7396 §2 defines it: an object patch merges member
+    /// by member (a `null` member removes the key), anything else replaces the target whole.
+    public static func apply(_ patch: JSONValue, to target: JSONValue) -> JSONValue {
+        guard case .object(let patchMembers) = patch else { return patch }
+        var result = target.objectValue ?? [:]
+        for (key, value) in patchMembers {
+            if value == .null {
+                result.removeValue(forKey: key)
+            } else {
+                result[key] = apply(value, to: result[key] ?? .null)
+            }
+        }
+        return .object(result)
+    }
+
+    /// The smallest merge patch that turns `old` into `new`, or nil when they are equal.
+    ///
+    /// Objects recurse, so a change deep inside sends only the path to it; arrays and scalars are
+    /// replaced whole (RFC 7396 has no array operations); a key that disappears becomes `null`.
+    /// `apply(diff(a, b)!, to: a) == b` holds whenever `b` has no `null` member inside an object,
+    /// which merge patches cannot express; widget documents never have one.
+    public static func diff(from old: JSONValue, to new: JSONValue) -> JSONValue? {
+        if old == new { return nil }
+        guard case .object(let oldMembers) = old, case .object(let newMembers) = new else { return new }
+        var patch: [String: JSONValue] = [:]
+        for (key, oldValue) in oldMembers {
+            if let newValue = newMembers[key] {
+                if let change = diff(from: oldValue, to: newValue) { patch[key] = change }
+            } else {
+                patch[key] = .null
+            }
+        }
+        for (key, newValue) in newMembers where oldMembers[key] == nil {
+            patch[key] = newValue
+        }
+        return .object(patch)
+    }
+}
