@@ -1,0 +1,164 @@
+import FoundationEssentials
+
+/// A rate at an instant: one end of an integration segment.
+public struct RateSample: Sendable, Equatable {
+    public var at: Date
+    public var rateW: Double
+
+    public init(at: Date, rateW: Double) {
+        self.at = at
+        self.rateW = rateW
+    }
+}
+
+/// One node's energy so far in the current local day (kWh).
+///
+/// The bugs this type exists to avoid are the field's classics: totals doubled after a restart,
+/// hours of the last rate added after a silence, negative energy when a device counter resets, a
+/// day's energy lost when a device resets its own daily counter. So the shown total never goes
+/// negative and never decreases within a day.
+public struct EnergyTotal: Sendable, Equatable {
+    public let spec: TotalSpec
+    /// What the widget shows: never negative, never decreasing until the day closes.
+    public internal(set) var energyKWh: Double = 0
+    /// The last rate integrated (integrating totals only).
+    public internal(set) var lastSample: RateSample?
+    /// The device counter's bookkeeping (counter and daily totals only).
+    public internal(set) var counter: CounterTrack?
+
+    public init(spec: TotalSpec) {
+        self.spec = spec
+        if spec.counterSource != nil {
+            if case .daily = spec { counter = CounterTrack(restartsFromZero: true) } else {
+                counter = CounterTrack(restartsFromZero: false)
+            }
+        }
+    }
+
+    /// +1 when the total counts the positive part of the signed rate, −1 for the negative part.
+    var direction: Double? {
+        switch spec {
+        case .integrate, .imported, .charged: 1
+        case .exported, .discharged: -1
+        case .counter, .daily: nil
+        }
+    }
+
+    /// Integrates the segment from the last sample to this one (trapezoid, split exactly where the
+    /// rate crosses zero so that import and export add up to the net). Adds nothing across a silence
+    /// longer than `maxGapSeconds` or when the clock went backwards.
+    public mutating func integrate(rateW: Double, at instant: Date, maxGapSeconds: Double) {
+        guard let direction else { return }
+        if let last = lastSample {
+            let seconds = instant.timeIntervalSince(last.at)
+            if seconds > 0, seconds <= maxGapSeconds {
+                let joules = Self.positivePart(from: direction * last.rateW, to: direction * rateW, seconds: seconds)
+                energyKWh += joules / 3_600_000
+            }
+        }
+        lastSample = RateSample(at: instant, rateW: rateW)
+    }
+
+    /// ∫ max(r, 0) dt over a segment where r moves linearly from `r0` to `r1`.
+    static func positivePart(from r0: Double, to r1: Double, seconds: Double) -> Double {
+        if r0 >= 0, r1 >= 0 { return (r0 + r1) / 2 * seconds }
+        if r0 <= 0, r1 <= 0 { return 0 }
+        let crossing = r0 / (r0 - r1) * seconds  // where the line meets zero
+        return r0 > 0 ? r0 * crossing / 2 : r1 * (seconds - crossing) / 2
+    }
+
+    /// Takes a reading of the device's counter (kWh).
+    public mutating func read(counterKWh value: Double) {
+        guard var track = counter else { return }
+        track.read(value)
+        counter = track
+        energyKWh = max(energyKWh, track.todayKWh)
+    }
+
+    /// Ends the day at `boundary` (local midnight) and starts the next one at 0. An integrating
+    /// total carries its last rate up to midnight, when that is within `maxGapSeconds`, so the
+    /// segment that spans midnight is split between the two days; a counter takes its last reading
+    /// as the new day's baseline. Returns the closed day's energy.
+    @discardableResult
+    public mutating func closeDay(at boundary: Date, maxGapSeconds: Double) -> Double {
+        if direction != nil, let last = lastSample, last.at < boundary {
+            integrate(rateW: last.rateW, at: boundary, maxGapSeconds: maxGapSeconds)
+        }
+        let closed = energyKWh
+        energyKWh = 0
+        counter?.startDay()
+        return closed
+    }
+}
+
+/// The bookkeeping of a device's energy counter against flowbridge's day.
+///
+/// today = carried + (last − baseline). A counter that goes backwards is a device reset, but one
+/// sample can be a glitch, so a drop is only taken as a reset when the next reading confirms it (as
+/// evcc does): until then the day's energy stays as it was.
+public struct CounterTrack: Sendable, Equatable {
+    /// True for the device's own daily counters, which count again from 0 after a reset; a lifetime
+    /// counter that drops is counted again from the value it dropped to.
+    public let restartsFromZero: Bool
+    /// The counter's value when today's counting began.
+    public var baseline: Double?
+    /// The highest trusted reading since the baseline.
+    public var last: Double?
+    /// Energy counted today before the device's last reset.
+    public var carried: Double = 0
+    /// A reading below `last`, waiting for the next one to confirm a reset.
+    public var suspect: Double?
+
+    public init(restartsFromZero: Bool, baseline: Double? = nil, last: Double? = nil, carried: Double = 0, suspect: Double? = nil) {
+        self.restartsFromZero = restartsFromZero
+        self.baseline = baseline
+        self.last = last
+        self.carried = carried
+        self.suspect = suspect
+    }
+
+    public var todayKWh: Double {
+        guard let baseline, let last else { return carried }
+        return carried + max(0, last - baseline)
+    }
+
+    /// A drop smaller than this is noise of the device's number formatting, not a reset.
+    static func noise(at value: Double) -> Double { 0.001 + abs(value) * 1e-6 }
+
+    mutating func read(_ value: Double) {
+        guard let previous = last else {
+            // First reading: a daily counter already holds today's energy; a lifetime counter counts from here.
+            baseline = baseline ?? (restartsFromZero ? 0 : value)
+            last = value
+            return
+        }
+        if !isDrop(from: previous, to: value) {
+            suspect = nil
+            last = max(previous, value)
+            return
+        }
+        guard let firstLow = suspect else {
+            suspect = value  // one low sample: wait for the next
+            return
+        }
+        // Confirmed: keep what was counted, count again from where the device restarted.
+        carried += max(0, previous - (baseline ?? previous))
+        baseline = restartsFromZero ? 0 : min(firstLow, value)
+        last = value
+        suspect = nil
+    }
+
+    /// A daily counter resets to near zero; anything else that goes down by more than noise is a
+    /// lifetime counter's reset (or a glitch, which the next reading tells apart).
+    func isDrop(from previous: Double, to value: Double) -> Bool {
+        if restartsFromZero { return value < previous / 2 && previous - value > Self.noise(at: previous) }
+        return previous - value > Self.noise(at: previous)
+    }
+
+    /// Midnight: today's counting starts at the last reading.
+    mutating func startDay() {
+        baseline = last
+        carried = 0
+        suspect = nil
+    }
+}

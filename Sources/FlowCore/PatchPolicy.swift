@@ -1,0 +1,115 @@
+import FoundationEssentials
+
+/// Decides when a widget is pushed and what goes out (DESIGN §1.7), as a state machine: the engine
+/// offers the widget's current (quantized) content, the policy answers with a patch or nothing.
+///
+/// - A rate moves only past its deadband, except to or from 0 (a widget stuck at "15 W" all night is
+///   a lie) and on a change of direction.
+/// - A widget is pushed at most once per `minInterval`; a change held back is pushed when the
+///   interval ends (`deadline`), with whatever the state is then: the last change is never dropped.
+/// - The first push, a slot appearing or disappearing, a direction change (import ↔ export,
+///   filling ↔ draining) and the day rollover go out at once.
+/// - What goes out is the merge patch between the last pushed document and the new one.
+public struct PatchPolicy: Sendable {
+    public let config: PatchPolicyConfig
+    /// The document the widget shows now (the last one pushed).
+    public private(set) var delivered: FlowContent?
+    public private(set) var deliveredJSON: JSONValue?
+    public private(set) var lastPushAt: Date?
+    /// When a held-back change is due.
+    public private(set) var deadline: Date?
+
+    public init(config: PatchPolicyConfig) { self.config = config }
+
+    /// What to send.
+    public struct Push: Sendable, Equatable {
+        /// The merge patch of the content; the whole content on the first push.
+        public var patch: JSONValue
+        /// The whole content after the push.
+        public var content: JSONValue
+        public var isFullContent: Bool
+    }
+
+    /// Rounds a value to a multiple of `step`, without binary noise (0.1 steps print as `12.4`).
+    public static func quantize(_ value: Double, step: Double) -> Double {
+        guard step > 0 else { return value + 0.0 }
+        let inverse = 1 / step
+        if step < 1, abs(inverse - inverse.rounded()) < 1e-9 {
+            return (value * inverse.rounded()).rounded() / inverse.rounded() + 0.0
+        }
+        return (value / step).rounded() * step + 0.0
+    }
+
+    /// Offers the widget's current content at `now`. `urgent` (the day rolled over) skips the
+    /// interval. Returns the push to make, or nil when nothing is due.
+    public mutating func offer(_ candidate: FlowContent, at now: Date, urgent: Bool) -> Push? {
+        guard let delivered, let deliveredJSON else {
+            return push(candidate, json: candidate.json, at: now, full: true)
+        }
+        let shaped = applyingDeadband(to: candidate, against: delivered)
+        let json = shaped.json
+        guard let patch = MergePatch.diff(from: deliveredJSON, to: json) else {
+            deadline = nil
+            return nil
+        }
+        let intervalOver = lastPushAt.map { now < $0 || now.timeIntervalSince($0) >= config.minIntervalSeconds } ?? true
+        if urgent || intervalOver || Self.slots(of: shaped) != Self.slots(of: delivered)
+            || reversed(shaped.exchange, from: delivered.exchange) || reversed(shaped.storage, from: delivered.storage)
+        {
+            return push(shaped, json: json, at: now, full: false, patch: patch)
+        }
+        deadline = lastPushAt!.addingTimeInterval(config.minIntervalSeconds)
+        return nil
+    }
+
+    /// Forgets what was delivered, so that the next offer pushes the full content.
+    public mutating func reset() {
+        delivered = nil
+        deliveredJSON = nil
+        deadline = nil
+    }
+
+    private mutating func push(_ content: FlowContent, json: JSONValue, at now: Date, full: Bool, patch: JSONValue? = nil) -> Push {
+        delivered = content
+        deliveredJSON = json
+        lastPushAt = now
+        deadline = nil
+        return Push(patch: patch ?? json, content: json, isFullContent: full)
+    }
+
+    /// Which slots are drawn, and how many inputs.
+    static func slots(of content: FlowContent) -> [Int] {
+        [content.inputs?.count ?? -1, content.output == nil ? 0 : 1, content.storage == nil ? 0 : 1, content.exchange == nil ? 0 : 1]
+    }
+
+    /// +1 (importing, filling), −1 (exporting, draining) or 0 when the rate is within the deadband of 0.
+    func direction(of node: FlowNode?) -> Int {
+        guard let rate = node?.rate else { return 0 }
+        let threshold = max(config.rateDeadband, config.rateStep)
+        return rate >= threshold ? 1 : rate <= -threshold ? -1 : 0
+    }
+
+    /// Import ↔ export, filling ↔ draining: both sides clearly away from 0, in opposite directions.
+    func reversed(_ node: FlowNode?, from old: FlowNode?) -> Bool {
+        direction(of: node) * direction(of: old) < 0
+    }
+
+    private func applyingDeadband(to candidate: FlowContent, against delivered: FlowContent) -> FlowContent {
+        // A reversal always passes: both sides are at least a deadband away from 0.
+        func hold(_ node: FlowNode?, _ old: FlowNode?) -> FlowNode? {
+            guard var node, let old, let rate = node.rate, let oldRate = old.rate else { return node }
+            if abs(rate - oldRate) < config.rateDeadband, rate != 0, oldRate != 0 {
+                node.rate = oldRate
+            }
+            return node
+        }
+        var shaped = candidate
+        if let inputs = candidate.inputs, let old = delivered.inputs, inputs.count == old.count {
+            shaped.inputs = zip(inputs, old).map { hold($0, $1)! }
+        }
+        shaped.output = hold(candidate.output, delivered.output)
+        shaped.storage = hold(candidate.storage, delivered.storage)
+        shaped.exchange = hold(candidate.exchange, delivered.exchange)
+        return shaped
+    }
+}

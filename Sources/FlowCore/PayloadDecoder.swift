@@ -1,0 +1,209 @@
+/// What a payload says about a source.
+public enum DecodedPayload: Sendable, Equatable {
+    /// A finite number, as written (before unit, scale and sign).
+    case value(Double)
+    /// The device says it has no value (`nan`, `unavailable`, `null`, an empty retained message…).
+    /// Never 0: the last good reading stays.
+    case noReading
+    /// Not a number flowbridge can read; the text says why, for the log line.
+    case invalid(String)
+}
+
+/// A path into a JSON payload: `ENERGY.Power`, `ENERGY.Power[1]`, `["em:0"].x`, `[""]` (the empty key).
+public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
+    public enum Step: Sendable, Hashable {
+        case key(String)
+        case index(Int)
+    }
+
+    public let steps: [Step]
+    /// The path as the user wrote it, for messages.
+    public let description: String
+
+    public struct SyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+        public var description: String
+    }
+
+    public init(_ text: String) throws(SyntaxError) {
+        description = text
+        var steps: [Step] = []
+        let chars = Array(text.unicodeScalars)
+        var index = 0
+        func fail(_ why: String) -> SyntaxError { SyntaxError(description: "json path '\(text)': \(why)") }
+        var expectKey = true  // at the start and after a '.'
+        while index < chars.count || expectKey {
+            if index == chars.count { throw fail("ends where a key is expected") }
+            let char = chars[index]
+            if char == "[" {
+                index += 1
+                guard index < chars.count else { throw fail("unclosed '['") }
+                if chars[index] == "\"" || chars[index] == "'" {
+                    let quote = chars[index]
+                    index += 1
+                    var key = String.UnicodeScalarView()
+                    while index < chars.count, chars[index] != quote {
+                        if chars[index] == "\\", index + 1 < chars.count { index += 1 }
+                        key.append(chars[index])
+                        index += 1
+                    }
+                    guard index + 1 < chars.count, chars[index + 1] == "]" else { throw fail("unclosed quoted key") }
+                    index += 2
+                    steps.append(.key(String(key)))
+                } else {
+                    var digits = ""
+                    while index < chars.count, chars[index] != "]" {
+                        digits.unicodeScalars.append(chars[index])
+                        index += 1
+                    }
+                    guard index < chars.count, let number = Int(digits), number >= 0 else {
+                        throw fail("'[\(digits)]' is not an array index or a quoted key")
+                    }
+                    index += 1
+                    steps.append(.index(number))
+                }
+                expectKey = false
+            } else if expectKey {
+                var key = String.UnicodeScalarView()
+                while index < chars.count, chars[index] != ".", chars[index] != "[" {
+                    if chars[index] == "]" { throw fail("stray ']'") }
+                    key.append(chars[index])
+                    index += 1
+                }
+                if key.isEmpty { throw fail(#"empty key (write [""] for a key that is empty)"#) }
+                steps.append(.key(String(key)))
+                expectKey = false
+            } else if char == "." {
+                index += 1
+                expectKey = true
+                if index < chars.count, chars[index] == "[" { expectKey = false }
+            } else {
+                throw fail("expected '.' or '[' after a key")
+            }
+        }
+        self.steps = steps
+    }
+
+    /// The value at this path, or nil when a step does not exist.
+    public func value(in document: JSONValue) -> JSONValue? {
+        var current = document
+        for step in steps {
+            switch (step, current) {
+            case (.key(let key), .object(let members)):
+                guard let next = members[key] else { return nil }
+                current = next
+            case (.index(let index), .array(let items)):
+                guard index < items.count else { return nil }
+                current = items[index]
+            default:
+                return nil
+            }
+        }
+        return current
+    }
+}
+
+/// Reads one number out of an MQTT payload (DESIGN §1.1).
+///
+/// Meters write numbers as bare text (`0.0`, ` +1.2e3 `), inside JSON (`{"value": 472.85}`), quoted
+/// inside JSON (`"19.6"`), with a decimal comma (`500,20`) where the source says so; and they say
+/// "no value" in many ways (`nan`, `unavailable`, `None`, an empty retained message, `null`).
+public struct PayloadDecoder: Sendable, Hashable {
+    public var path: JSONPath?
+    public var decimalComma: Bool
+
+    public init(path: JSONPath? = nil, decimalComma: Bool = false) {
+        self.path = path
+        self.decimalComma = decimalComma
+    }
+
+    public func decode(_ payload: [UInt8]) -> DecodedPayload {
+        let text = Self.trimmed(payload[...])
+        guard let path else {
+            if let first = text.first, first == UInt8(ascii: "{") || first == UInt8(ascii: "[") {
+                return .invalid("the payload is JSON; set `json:` to the field that holds the number")
+            }
+            if text.first == UInt8(ascii: "\"") {
+                guard case .string(let inner)? = try? JSONValue(parsing: Array(text)) else {
+                    return .invalid("unterminated quoted text")
+                }
+                return number(in: Array(inner.utf8)[...], quoted: true)
+            }
+            return number(in: text, quoted: false)
+        }
+        if text.isEmpty { return .noReading }
+        let document: JSONValue
+        do {
+            document = try JSONValue(parsing: Array(text))
+        } catch {
+            if Self.isNoReading(text) { return .noReading }
+            return .invalid("not JSON (\(error))")
+        }
+        guard let found = path.value(in: document) else {
+            return .invalid("no field \(path) in the payload")
+        }
+        switch found {
+        case .number(let number): return .value(number + 0.0)
+        case .null: return .noReading
+        case .string(let inner): return number(in: Array(inner.utf8)[...], quoted: true)
+        default: return .invalid("\(path) is \(found.kindDescription), not a number")
+        }
+    }
+
+    /// A number written as text; `quoted` when it came from inside a JSON string.
+    func number(in raw: ArraySlice<UInt8>, quoted: Bool) -> DecodedPayload {
+        let text = Self.trimmed(raw)
+        if text.isEmpty || Self.isNoReading(text) { return .noReading }
+        var bytes = Array(text)
+        if decimalComma, let comma = bytes.firstIndex(of: UInt8(ascii: ",")), !bytes.contains(UInt8(ascii: ".")) {
+            bytes[comma] = UInt8(ascii: ".")
+        }
+        guard Self.hasNumberShape(bytes), let value = Double(String(decoding: bytes, as: UTF8.self)) else {
+            let shown = String(decoding: text.prefix(40), as: UTF8.self)
+            if !decimalComma, bytes.contains(UInt8(ascii: ",")), Self.hasNumberShape(bytes.map { $0 == UInt8(ascii: ",") ? UInt8(ascii: ".") : $0 }) {
+                return .invalid("'\(shown)' has a decimal comma; set `decimal_comma: true` on the source")
+            }
+            return .invalid(quoted ? "\"\(shown)\" is text, not a number" : "'\(shown)' is not a number")
+        }
+        guard value.isFinite else { return .invalid("'\(String(decoding: text, as: UTF8.self))' is out of range") }
+        return .value(value + 0.0)  // -0 reads as 0
+    }
+
+    static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D || byte == 0 }
+        var slice = bytes
+        while let first = slice.first, isSpace(first) { slice = slice.dropFirst() }
+        while let last = slice.last, isSpace(last) { slice = slice.dropLast() }
+        return slice
+    }
+
+    /// The words devices use for "no value", compared without case.
+    static let noReadingWords: Set<String> = ["nan", "-nan", "unavailable", "unknown", "none", "null", "n/a", "-"]
+
+    static func isNoReading(_ text: ArraySlice<UInt8>) -> Bool {
+        guard text.count <= 11 else { return false }
+        return noReadingWords.contains(String(decoding: text, as: UTF8.self).lowercased())
+    }
+
+    /// `[+-]digits[.digits][(e|E)[+-]digits]`, also `.5` and `5.`; nothing else (no `inf`, no hex).
+    static func hasNumberShape(_ bytes: [UInt8]) -> Bool {
+        var index = 0
+        func digits() -> Int {
+            let start = index
+            while index < bytes.count, (48...57).contains(bytes[index]) { index += 1 }
+            return index - start
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+        var mantissa = digits()
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            mantissa += digits()
+        }
+        guard mantissa > 0 else { return false }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard digits() > 0 else { return false }
+        }
+        return index == bytes.count
+    }
+}
