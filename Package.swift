@@ -7,6 +7,7 @@ let package = Package(
     name: "flowbridge",
     products: [
         .library(name: "FlowCore", targets: ["FlowCore"]),
+        .executable(name: "flowbridge", targets: ["flowbridge"]),
     ],
     targets: [
         .systemLibrary(
@@ -19,6 +20,10 @@ let package = Package(
             name: "CYAML", pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]),
         .target(name: "FlowCore"),
-        .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore"]),
+        .target(name: "Daemon", dependencies: ["FlowCore", "CYAML"]),
+        .executableTarget(name: "flowbridge", dependencies: ["Daemon"]),
+        .target(name: "TestSupport", dependencies: ["FlowCore"], path: "Tests/TestSupport"),
+        .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "FlowCore", "TestSupport"]),
     ]
 )

@@ -1,6 +1,7 @@
 import FlowCore
 import FoundationEssentials
 import Glibc
+import TestSupport
 import Testing
 
 /// The home of the spec's example: solar, battery (evcc convention), grid (Shelly), derived output.

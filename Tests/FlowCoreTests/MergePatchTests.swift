@@ -1,4 +1,5 @@
 import FlowCore
+import TestSupport
 import Testing
 
 @Suite struct MergePatchTests {
@@ -68,57 +69,3 @@ import Testing
     }
 }
 
-/// A small deterministic generator (SplitMix64) so the property test is the same on every run.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    static let keys = ["a", "b", "c", "rate", "name", "total", "flow", ""]
-
-    /// A random value; objects never hold null (merge patches cannot express that).
-    mutating func document(depth: Int) -> JSONValue {
-        switch Int.random(in: 0..<(depth > 3 ? 4 : 7), using: &self) {
-        case 0: return .bool(Bool.random(using: &self))
-        case 1: return .number(Double(Int.random(in: -2000...2000, using: &self)) / 10)
-        case 2: return .string(Self.keys.randomElement(using: &self)!)
-        case 3: return depth == 0 ? object(depth: depth) : .number(0)
-        case 4, 5: return object(depth: depth)
-        default:
-            let count = Int.random(in: 0...3, using: &self)
-            return .array((0..<count).map { _ in Bool.random(using: &self) ? .null : document(depth: depth + 1) })
-        }
-    }
-
-    mutating func object(depth: Int) -> JSONValue {
-        var members: [String: JSONValue] = [:]
-        for _ in 0..<Int.random(in: 0...4, using: &self) {
-            members[Self.keys.randomElement(using: &self)!] = document(depth: depth + 1)
-        }
-        return .object(members)
-    }
-
-    /// A variation of `value`: some members kept, some changed, removed or added.
-    mutating func mutate(_ value: JSONValue, depth: Int) -> JSONValue {
-        guard case .object(var members) = value, Int.random(in: 0..<6, using: &self) > 0 else {
-            return Bool.random(using: &self) ? value : document(depth: depth)
-        }
-        for key in members.keys {
-            switch Int.random(in: 0..<5, using: &self) {
-            case 0: members.removeValue(forKey: key)
-            case 1: members[key] = mutate(members[key]!, depth: depth + 1)
-            case 2: members[key] = document(depth: depth + 1)
-            default: break
-            }
-        }
-        if Bool.random(using: &self) { members[Self.keys.randomElement(using: &self)!] = document(depth: depth + 1) }
-        return .object(members)
-    }
-}

@@ -1,4 +1,5 @@
 import FlowCore
+import TestSupport
 import Testing
 
 @Suite struct PayloadDecoderTests {

@@ -1,5 +1,6 @@
 import FlowCore
 import FoundationEssentials
+import TestSupport
 import Testing
 
 @Suite struct WidgetContentTests {

@@ -1,0 +1,200 @@
+import FlowCore
+import FoundationEssentials
+import Glibc
+
+/// The command line (DESIGN §4). `main.swift` only calls `Commands.main`.
+public enum Commands {
+    /// sysexits: a wrong command line, a broken config.
+    static let usageError: Int32 = 64
+    static let configError: Int32 = 78
+
+    static let usage = """
+        usage: flowbridge run    [--config FILE] [--dry-run] [--log-level debug|info|warning|error]
+               flowbridge check  [--config FILE]
+               flowbridge replay [--config FILE] [--final] [--state FILE] TRACE   (TRACE - for standard input)
+        default config: /etc/flowbridge/config.yaml
+        """
+
+    struct Arguments {
+        var command = ""
+        var config = "/etc/flowbridge/config.yaml"
+        var final = false
+        var dryRun = false
+        var state: String?
+        var logLevel = Logger.Level.info
+        var positional: [String] = []
+    }
+
+    struct UsageError: Error { var message: String }
+
+    static func parse(_ words: [String]) throws(UsageError) -> Arguments {
+        var arguments = Arguments()
+        var rest = words[...]
+        guard let command = rest.popFirst() else { throw UsageError(message: "no command") }
+        arguments.command = command
+        func value(_ flag: String) throws(UsageError) -> String {
+            guard let value = rest.popFirst() else { throw UsageError(message: "\(flag) needs a value") }
+            return value
+        }
+        while let word = rest.popFirst() {
+            switch word {
+            case "--config", "-c": arguments.config = try value(word)
+            case "--final": arguments.final = true
+            case "--dry-run": arguments.dryRun = true
+            case "--state": arguments.state = try value(word)
+            case "--log-level":
+                let text = try value(word)
+                guard let level = Logger.Level(word: text) else { throw UsageError(message: "unknown log level '\(text)'") }
+                arguments.logLevel = level
+            case "-": arguments.positional.append(word)
+            default:
+                if word.hasPrefix("-") { throw UsageError(message: "unknown option \(word)") }
+                arguments.positional.append(word)
+            }
+        }
+        return arguments
+    }
+
+    /// Runs the command line; returns the exit status.
+    public static func main(_ words: [String]) async -> Int32 {
+        let arguments: Arguments
+        do {
+            arguments = try parse(words)
+        } catch {
+            printError("flowbridge: \(error.message)\n\(usage)")
+            return usageError
+        }
+        switch arguments.command {
+        case "check":
+            guard arguments.positional.isEmpty else { return usageFailure("check takes no other arguments") }
+            return check(arguments)
+        case "replay":
+            guard arguments.positional.count == 1 else { return usageFailure("replay needs one TRACE (a file, or - for standard input)") }
+            return replay(arguments, trace: arguments.positional[0])
+        case "help", "--help", "-h":
+            print(usage)
+            return 0
+        default:
+            return usageFailure("unknown command '\(arguments.command)'")
+        }
+    }
+
+    static func usageFailure(_ message: String) -> Int32 {
+        printError("flowbridge: \(message)\n\(usage)")
+        return usageError
+    }
+
+    static func printError(_ text: String) {
+        let line = text.hasSuffix("\n") ? text : text + "\n"
+        _ = line.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
+    }
+
+    /// Reads and checks the config file; prints what is wrong on failure.
+    static func loadConfig(_ path: String) -> DaemonConfig? {
+        do {
+            return try DaemonConfig.load(path: path)
+        } catch {
+            printError(error.description)
+            return nil
+        }
+    }
+
+    /// The configured zone, or the system's.
+    static func zone(of config: DaemonConfig) -> any LocalTimeZone {
+        config.timezone.flatMap(SystemTimeZone.init(identifier:)) ?? SystemTimeZone.system
+    }
+
+    static func check(_ arguments: Arguments) -> Int32 {
+        guard let config = loadConfig(arguments.config) else { return configError }
+        print(ConfigSummary(config: config, zone: zone(of: config)).text, terminator: "")
+        return 0
+    }
+
+    static func replay(_ arguments: Arguments, trace: String) -> Int32 {
+        guard let config = loadConfig(arguments.config) else { return configError }
+        let log = Logger(threshold: arguments.logLevel)
+        var replay = Replay(config: config.flow, zone: zone(of: config))
+        let store = arguments.state.map(StateStore.init(path:))
+        if let store {
+            switch store.load() {
+            case .none: break
+            case .state(let state):
+                do {
+                    try replay.restore(state)
+                } catch {
+                    log.log(.warning, "state \(store.path) cannot be used (\(error)); \(store.keepAside().map { "kept as \($0), " } ?? "")starting a fresh day")
+                }
+            case .corrupt(let reason, let keptAt):
+                log.log(.warning, "state \(store.path) is unreadable (\(reason)); \(keptAt.map { "kept as \($0), " } ?? "")starting a fresh day")
+            }
+        }
+        let fd: Int32 = trace == "-" ? 0 : open(trace, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            printError("flowbridge: \(FileError(trace))")
+            return 66  // EX_NOINPUT
+        }
+        defer { if fd != 0 { close(fd) } }
+        var output = OutputBuffer()
+        func emit(_ items: [FlowEngine.Output]) {
+            for item in items {
+                switch item {
+                case .push(let widget, let at, let push): output.line(replay.pushLine(widget: widget, at: at, patch: push.patch))
+                case .diagnostic(let diagnostic): log.log(diagnostic)
+                }
+            }
+        }
+        var number = 0
+        for line in LineReader(fd: fd) {
+            number += 1
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+            do {
+                let outputs = replay.feed(try TraceMessage(line: line))
+                emit(outputs)
+            } catch {
+                log.log(.warning, "\(trace == "-" ? "stdin" : trace) line \(number): \(error.reason); skipped")
+            }
+        }
+        emit(replay.finish())
+        if arguments.final { replay.finalLines().forEach { output.line($0) } }
+        output.flush()
+        if let store {
+            do { try store.save(replay.engine.snapshot()) } catch {
+                printError("flowbridge: cannot write the state: \(error)")
+                return 73  // EX_CANTCREAT
+            }
+        }
+        return 0
+    }
+}
+
+/// Buffered standard output: replay writes many short lines.
+struct OutputBuffer {
+    var bytes: [UInt8] = []
+
+    mutating func line(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+        bytes.append(0x0A)
+        if bytes.count >= 65_536 { flush() }
+    }
+
+    mutating func flush() {
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes[offset...].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+            if count < 0 { if errno == EINTR { continue } else { break } }
+            offset += count
+        }
+        bytes.removeAll(keepingCapacity: true)
+    }
+}
+
+extension DaemonConfig {
+    /// Reads a config file and checks it.
+    public static func load(path: String) throws(ConfigError) -> DaemonConfig {
+        let bytes: [UInt8]
+        do { bytes = try FileIO.read(path) } catch {
+            throw ConfigError(file: path, problems: [ConfigProblem(path: "", line: nil, message: "cannot read: \(error.reason)")])
+        }
+        return try parse(bytes: bytes, file: path)
+    }
+}

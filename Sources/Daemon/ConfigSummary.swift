@@ -1,0 +1,70 @@
+import FlowCore
+
+/// What `flowbridge check` prints for a good config: which topic feeds which slot, with which sign
+/// and unit, so a user sees a flipped sign before the widget shows it.
+struct ConfigSummary {
+    let config: DaemonConfig
+    let zone: any LocalTimeZone
+
+    var text: String {
+        var lines: [String] = []
+        let flow = config.flow
+        lines.append("config OK: \(flow.sources.count) source\(flow.sources.count == 1 ? "" : "s"), \(flow.widgets.count) widget\(flow.widgets.count == 1 ? "" : "s"); day in \(zone.identifier); broker \(config.mqtt.host):\(config.mqtt.port)\(config.mqtt.tls == nil ? "" : " (TLS)")")
+        let sources = Dictionary(flow.sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        for widget in flow.widgets {
+            let policy = widget.policy
+            lines.append("")
+            lines.append("widget \(widget.name) (flow, unit \(widget.unit ?? "none")): pushes at least \(JSONValue.format(policy.minIntervalSeconds))s apart, rates to \(JSONValue.format(policy.rateStep)) with a deadband of \(JSONValue.format(policy.rateDeadband)), totals to \(JSONValue.format(policy.totalStep)) kWh")
+            for (place, node) in widget.nodes {
+                let title = "  \(place) \(node.name.map { "\"\($0)\"" } ?? "")"
+                lines.append(title)
+                lines.append("      rate  = \(describe(node.rate, sources: sources, place: place))")
+                if let level = node.level { lines.append("      level = \(describe(level, sources: sources))") }
+                if let total = node.total { lines.append("      total = \(describe(total, sources: sources))") }
+                if node.rate != .balance { lines.append("      when stale: \(node.whenStale.rawValue)") }
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    func describe(_ rate: RateSpec, sources: [String: SourceConfig], place: NodePlace) -> String {
+        let meaning: String = switch place.slot {
+        case .exchange: "(+ importing, − exporting)"
+        case .storage: "(+ filling, − draining)"
+        case .inputs, .output: "(magnitude; below 0 shows 0)"
+        }
+        switch rate {
+        case .balance:
+            return "balance: Σ inputs + exchange − storage, from fresh readings, at least 0"
+        case .sum(let terms):
+            let parts = terms.map { term in
+                (term.negated ? "− " : "+ ") + describe(term.source, sources: sources)
+            }
+            return parts.joined(separator: " ") + " " + meaning
+        }
+    }
+
+    func describe(_ name: String, sources: [String: SourceConfig]) -> String {
+        guard let source = sources[name] else { return name }
+        var details = [source.topic.description]
+        if let path = source.decoder.path { details.append("json \(path)") }
+        details.append(source.unit.rawValue)
+        if source.scale != 1 { details.append("× \(JSONValue.format(source.scale))") }
+        if source.invert { details.append("inverted") }
+        if source.decoder.decimalComma { details.append("decimal comma") }
+        if let stale = source.staleAfterSeconds { details.append("stale after \(JSONValue.format(stale))s") }
+        return "\(name) [\(details.joined(separator: ", "))]"
+    }
+
+    func describe(_ total: TotalSpec, sources: [String: SourceConfig]) -> String {
+        switch total {
+        case .integrate: "integral of the rate since local midnight (kWh)"
+        case .imported: "integral of the importing part since local midnight (kWh)"
+        case .exported: "integral of the exporting part since local midnight (kWh)"
+        case .charged: "integral of the filling part since local midnight (kWh)"
+        case .discharged: "integral of the draining part since local midnight (kWh)"
+        case .counter(let source): "lifetime counter \(describe(source, sources: sources)) − its value at local midnight"
+        case .daily(let source): "device's daily counter \(describe(source, sources: sources)), kept to local midnight"
+        }
+    }
+}

@@ -1,0 +1,360 @@
+import FlowCore
+
+/// How flowbridge reaches the broker (`mqtt:` in the config). Secrets are never inline-only: the
+/// password comes from a file (a systemd credential) or an environment variable.
+public struct MQTTSettings: Sendable, Equatable {
+    public var host = "127.0.0.1"
+    public var port = 1883
+    public var clientID = "flowbridge"
+    public var keepaliveSeconds = 60
+    public var username: String?
+    public var passwordFile: String?
+    public var passwordEnv: String?
+    /// MQTT 5 when true, else 3.1.1.
+    public var mqtt5 = false
+    public var tls: TLSSettings?
+    /// flowbridge publishes `<prefix>/status` = online / offline (its last will).
+    public var topicPrefix = "flowbridge"
+
+    public struct TLSSettings: Sendable, Equatable {
+        /// nil: the system's certificate store.
+        public var caFile: String?
+        public var certFile: String?
+        public var keyFile: String?
+        /// Certificate verification is on unless the user says `insecure: true`.
+        public var insecure = false
+    }
+}
+
+/// Victron Venus OS publishes only while a client keeps asking: `R/<portal id>/keepalive`.
+public struct KeepaliveSettings: Sendable, Equatable {
+    public var topic: String
+    public var intervalSeconds: Double
+}
+
+/// The whole config file.
+public struct DaemonConfig: Sendable, Equatable {
+    /// An IANA zone name; nil: the system's zone.
+    public var timezone: String?
+    public var mqtt: MQTTSettings
+    public var keepalives: [KeepaliveSettings]
+    public var flow: FlowConfig
+    /// Where the day's state is kept; nil: `$STATE_DIRECTORY/state.json` or the default.
+    public var stateFile: String?
+
+    /// Reads and checks a config text (YAML, or JSON, which is YAML too). `file` names it in errors.
+    public static func parse(_ text: String, file: String) throws(ConfigError) -> DaemonConfig {
+        try parse(bytes: Array(text.utf8), file: file)
+    }
+
+    /// Reads and checks the raw bytes of a config file (invalid UTF-8 is reported with its line).
+    public static func parse(bytes: [UInt8], file: String) throws(ConfigError) -> DaemonConfig {
+        let root: YAMLNode
+        do {
+            root = try YAMLDocument.parse(bytes: bytes)
+        } catch {
+            throw ConfigError(file: file, problems: [ConfigProblem(path: "", line: error.mark?.line, message: error.message)])
+        }
+        let reader = ConfigReader()
+        let config = ConfigLoader(reader: reader).load(root)
+        guard reader.problems.isEmpty, let config else {
+            throw ConfigError(file: file, problems: reader.problems)
+        }
+        return config
+    }
+}
+
+/// Turns the YAML tree into a `DaemonConfig`, checking names, units, slots and references.
+struct ConfigLoader {
+    let reader: ConfigReader
+
+    func load(_ root: YAMLNode) -> DaemonConfig? {
+        guard var top = reader.mapping(root, "") else { return nil }
+        let timezone = top.text("timezone")
+        if let timezone, SystemTimeZone(identifier: timezone) == nil {
+            reader.report("timezone", top.value("timezone"), "unknown time zone '\(timezone)' (an IANA name such as Europe/Berlin)")
+        }
+        let mqtt = top.value("mqtt").map { loadMQTT($0, "mqtt") } ?? MQTTSettings()
+        let keepalives = top.value("keepalive").map { loadKeepalives($0, "keepalive") } ?? []
+        let stateFile = top.text("state_file")
+        var sources: [SourceConfig] = []
+        if let node = top.required("sources"), let mapping = reader.mapping(node, "sources") {
+            for (key, value) in mapping.pairs {
+                guard let name = key.scalarValue else { continue }
+                if name == "balance" { reader.report("sources.balance", key, "'balance' is reserved for the derived output") }
+                if let source = loadSource(name, value, "sources.\(name)") { sources.append(source) }
+            }
+            if mapping.pairs.isEmpty { reader.report("sources", node, "needs at least one source") }
+        }
+        var widgets: [FlowWidgetConfig] = []
+        if let node = top.required("widgets"), let mapping = reader.mapping(node, "widgets") {
+            for (key, value) in mapping.pairs {
+                guard let name = key.scalarValue else { continue }
+                if let widget = loadWidget(name, value, "widgets.\(name)", sources: sources) { widgets.append(widget) }
+            }
+            if mapping.pairs.isEmpty { reader.report("widgets", node, "needs at least one widget") }
+        }
+        top.finish()
+        return DaemonConfig(
+            timezone: timezone, mqtt: mqtt, keepalives: keepalives, flow: FlowConfig(sources: sources, widgets: widgets),
+            stateFile: stateFile)
+    }
+
+    // MARK: mqtt
+
+    func loadMQTT(_ node: YAMLNode, _ path: String) -> MQTTSettings {
+        var settings = MQTTSettings()
+        guard var map = reader.mapping(node, path) else { return settings }
+        if let host = map.text("host") { settings.host = host }
+        if let port = map.number("port") {
+            if port == port.rounded(), (1...65_535).contains(port) { settings.port = Int(port) } else {
+                reader.report(map.childPath("port"), map.value("port"), "must be a port number 1…65535")
+            }
+        }
+        if let id = map.text("client_id") { settings.clientID = id }
+        if let keepalive = map.duration("keepalive") { settings.keepaliveSeconds = max(5, Int(keepalive)) }
+        settings.username = map.text("username")
+        if map.value("password") != nil {
+            reader.report(map.childPath("password"), map.value("password"), "write the password to a file (password_file) or an environment variable (password_env), never into the config")
+        }
+        settings.passwordFile = map.text("password_file")
+        settings.passwordEnv = map.text("password_env")
+        if let version = map.value("protocol") {
+            switch version.scalarValue {
+            case "5", "5.0": settings.mqtt5 = true
+            case "3.1.1", "311", "4": settings.mqtt5 = false
+            default: reader.report(map.childPath("protocol"), version, "must be 3.1.1 or 5")
+            }
+        }
+        if let prefix = map.text("topic_prefix") {
+            if prefix.isEmpty || prefix.contains("+") || prefix.contains("#") {
+                reader.report(map.childPath("topic_prefix"), map.value("topic_prefix"), "must be a topic without wildcards")
+            } else {
+                settings.topicPrefix = prefix
+            }
+        }
+        if let tlsNode = map.value("tls") {
+            var tls = MQTTSettings.TLSSettings()
+            if var tlsMap = reader.mapping(tlsNode, map.childPath("tls")) {
+                tls.caFile = tlsMap.text("ca_file")
+                tls.certFile = tlsMap.text("cert_file")
+                tls.keyFile = tlsMap.text("key_file")
+                tls.insecure = tlsMap.flag("insecure") ?? false
+                if (tls.certFile == nil) != (tls.keyFile == nil) {
+                    reader.report(tlsMap.childPath("cert_file"), tlsNode, "a client certificate needs both cert_file and key_file")
+                }
+                tlsMap.finish()
+            }
+            settings.tls = tls
+        }
+        map.finish()
+        return settings
+    }
+
+    func loadKeepalives(_ node: YAMLNode, _ path: String) -> [KeepaliveSettings] {
+        guard let items = node.items else {
+            reader.report(path, node, "expected a list of {topic, interval}, found \(node.describedKind)")
+            return []
+        }
+        return items.enumerated().compactMap { index, item in
+            guard var map = reader.mapping(item, "\(path)[\(index)]") else { return nil }
+            defer { map.finish() }
+            let topic = map.required("topic").flatMap { reader.text($0, map.childPath("topic")) }
+            let interval = map.duration("interval") ?? 30
+            if interval < 1 { reader.report(map.childPath("interval"), map.value("interval"), "must be at least 1s") }
+            return topic.map { KeepaliveSettings(topic: $0, intervalSeconds: max(1, interval)) }
+        }
+    }
+
+    // MARK: sources
+
+    func loadSource(_ name: String, _ node: YAMLNode, _ path: String) -> SourceConfig? {
+        if name.isEmpty || name.hasPrefix("-") || name.contains(where: \.isWhitespace) {
+            reader.report(path, node, "a source name must not be empty, start with '-' or hold spaces")
+        }
+        guard var map = reader.mapping(node, path) else { return nil }
+        defer { map.finish() }
+        var topic: TopicFilter?
+        if let text = map.required("topic").flatMap({ reader.text($0, map.childPath("topic")) }) {
+            do { topic = try TopicFilter(text) } catch { reader.report(map.childPath("topic"), map.value("topic"), error.description) }
+        }
+        var path: JSONPath?
+        if let text = map.text("json") {
+            do { path = try JSONPath(text) } catch { reader.report(map.childPath("json"), map.value("json"), error.description) }
+        }
+        let unit = map.value("unit").flatMap { reader.choice($0, map.childPath("unit"), as: SourceUnit.self) } ?? .watt
+        let scale = map.number("scale") ?? 1
+        if scale == 0 { reader.report(map.childPath("scale"), map.value("scale"), "must not be 0") }
+        let staleAfter = map.duration("stale_after")
+        if let staleAfter, staleAfter <= 0 { reader.report(map.childPath("stale_after"), map.value("stale_after"), "must be longer than 0s") }
+        let maxGap = map.duration("max_gap") ?? SourceConfig.defaultMaxGapSeconds
+        guard let topic else { return nil }
+        return SourceConfig(
+            name: name, topic: topic, decoder: PayloadDecoder(path: path, decimalComma: map.flag("decimal_comma") ?? false),
+            unit: unit, scale: scale, invert: map.flag("invert") ?? false, staleAfterSeconds: staleAfter, maxGapSeconds: maxGap)
+    }
+
+    // MARK: widgets
+
+    func loadWidget(_ name: String, _ node: YAMLNode, _ path: String, sources: [SourceConfig]) -> FlowWidgetConfig? {
+        guard var map = reader.mapping(node, path) else { return nil }
+        defer { map.finish() }
+        let template = map.required("template").flatMap { reader.text($0, map.childPath("template")) }
+        guard template == "flow" else {
+            if let template {
+                reader.report(map.childPath("template"), map.value("template"), "'\(template)' is not a template flowbridge feeds (flow)")
+            }
+            return nil
+        }
+        var widget = FlowWidgetConfig(name: name)
+        widget.shared = SharedContent(
+            label: map.text("label"), subtitle: map.text("subtitle"), icon: map.text("icon", limit: 128),
+            accentColor: map.text("accent_color"), backgroundColor: map.text("background_color"),
+            textColor: map.text("text_color"))
+        if let unit = map.text("unit", limit: 32) { widget.unit = unit }
+        if let policyNode = map.value("policy") { widget.policy = loadPolicy(policyNode, map.childPath("policy")) }
+        guard let flowNode = map.required("flow"), var flow = reader.mapping(flowNode, map.childPath("flow")) else {
+            return nil
+        }
+        defer { flow.finish() }
+        let known = Dictionary(sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        if let inputs = flow.value("inputs") {
+            let inputsPath = flow.childPath("inputs")
+            if let items = inputs.items {
+                if items.count > 3 { reader.report(inputsPath, inputs, "the widget draws at most 3 inputs, found \(items.count)") }
+                widget.inputs = items.enumerated().compactMap { index, item in
+                    loadNode(item, "\(inputsPath)[\(index)]", slot: .inputs, sources: known)
+                }
+            } else if inputs.pairs != nil {
+                // One input written as a mapping: accept it as a list of one.
+                widget.inputs = [loadNode(inputs, "\(inputsPath)[0]", slot: .inputs, sources: known)].compactMap { $0 }
+            } else {
+                reader.report(inputsPath, inputs, "expected a list of nodes, found \(inputs.describedKind)")
+            }
+        }
+        widget.output = flow.value("output").flatMap { loadNode($0, flow.childPath("output"), slot: .output, sources: known) }
+        widget.storage = flow.value("storage").flatMap { loadNode($0, flow.childPath("storage"), slot: .storage, sources: known) }
+        widget.exchange = flow.value("exchange").flatMap { loadNode($0, flow.childPath("exchange"), slot: .exchange, sources: known) }
+        if widget.inputs.isEmpty, widget.output == nil, widget.storage == nil, widget.exchange == nil {
+            reader.report(flow.path, flowNode, "needs at least one of inputs, output, storage, exchange")
+        }
+        if widget.output?.rate == .balance, widget.inputs.isEmpty, widget.storage == nil, widget.exchange == nil {
+            reader.report(flow.childPath("output.rate"), flowNode, "balance needs inputs, storage or exchange to derive the output from")
+        }
+        return widget
+    }
+
+    func loadPolicy(_ node: YAMLNode, _ path: String) -> PatchPolicyConfig {
+        var policy = PatchPolicyConfig()
+        guard var map = reader.mapping(node, path) else { return policy }
+        defer { map.finish() }
+        if let value = map.duration("min_interval") { policy.minIntervalSeconds = value }
+        func nonNegative(_ key: String) -> Double? {
+            guard let value = map.number(key) else { return nil }
+            if value < 0 { reader.report(map.childPath(key), map.value(key), "must not be negative") }
+            return max(0, value)
+        }
+        if let value = nonNegative("rate_step") { policy.rateStep = value }
+        if let value = nonNegative("rate_deadband") { policy.rateDeadband = value }
+        if let value = nonNegative("total_step") { policy.totalStep = value }
+        if let value = nonNegative("level_step") { policy.levelStep = value }
+        return policy
+    }
+
+    func loadNode(_ node: YAMLNode, _ path: String, slot: FlowSlot, sources: [String: SourceConfig]) -> NodeConfig? {
+        guard var map = reader.mapping(node, path) else { return nil }
+        defer { map.finish() }
+        func source(_ name: String, _ key: String, _ at: YAMLNode?, quantity: SourceUnit.Quantity) {
+            guard let source = sources[name] else {
+                let names = sources.keys.sorted().joined(separator: ", ")
+                reader.report(map.childPath(key), at, "unknown source '\(name)' (sources: \(names))")
+                return
+            }
+            if source.unit.quantity != quantity {
+                reader.report(map.childPath(key), at, "source '\(name)' is \(source.unit.quantity.rawValue) (\(source.unit.rawValue)); \(key) needs \(quantity.rawValue)")
+            }
+        }
+        let name = map.text("name", limit: 32)
+        let icon = map.text("icon", limit: 128)
+        let color = map.text("color")
+        let whenStale = map.value("when_stale").flatMap { reader.choice($0, map.childPath("when_stale"), as: StaleBehavior.self) }
+        var rate: RateSpec?
+        if let rateNode = map.required("rate") {
+            rate = loadRate(rateNode, map.childPath("rate"), slot: slot)
+            if case .sum(let terms)? = rate {
+                for term in terms { source(term.source, "rate", rateNode, quantity: .power) }
+            }
+        }
+        var level: String?
+        if let levelNode = map.value("level") {
+            if slot != .storage {
+                reader.report(map.childPath("level"), levelNode, "only the storage slot has a level")
+            } else if let name = reader.text(levelNode, map.childPath("level")) {
+                source(name, "level", levelNode, quantity: .level)
+                level = name
+            }
+        }
+        var total: TotalSpec?
+        if let totalNode = map.value("total") {
+            total = loadTotal(totalNode, map.childPath("total"), slot: slot)
+            if let counter = total?.counterSource { source(counter, "total", totalNode, quantity: .energy) }
+        }
+        guard let rate else { return nil }
+        return NodeConfig(
+            name: name, rate: rate, total: total, level: level, icon: icon, color: color,
+            whenStale: whenStale ?? (slot == .inputs ? .zero : .hold))
+    }
+
+    /// `solar`, `[east, west]`, `[pconsume, -psupply]`, or `balance` on the output.
+    func loadRate(_ node: YAMLNode, _ path: String, slot: FlowSlot) -> RateSpec? {
+        if node.scalarValue == "balance" {
+            guard slot == .output else {
+                reader.report(path, node, "balance derives the output; \(slot.rawValue) needs a source")
+                return nil
+            }
+            return .balance
+        }
+        let texts: [(String, YAMLNode)]
+        if let items = node.items {
+            texts = items.enumerated().compactMap { index, item in reader.text(item, "\(path)[\(index)]").map { ($0, item) } }
+            if items.isEmpty { reader.report(path, node, "an empty list adds up to nothing") }
+        } else if let text = reader.text(node, path) {
+            texts = [(text, node)]
+        } else {
+            return nil
+        }
+        return .sum(texts.map { text, _ in
+            text.hasPrefix("-") ? RateTerm(source: String(text.dropFirst()).trimmed, negated: true) : RateTerm(source: text.trimmed)
+        })
+    }
+
+    /// `integrate`, `import`, `export`, `charge`, `discharge`, `{counter: SOURCE}`, `{daily: SOURCE}`.
+    func loadTotal(_ node: YAMLNode, _ path: String, slot: FlowSlot) -> TotalSpec? {
+        if var map = node.pairs.map({ MappingReader(reader: reader, node: node, pairs: $0, path: path) }) {
+            defer { map.finish() }
+            let counter = map.text("counter")
+            let daily = map.text("daily")
+            switch (counter, daily) {
+            case (let source?, nil): return .counter(source: source)
+            case (nil, let source?): return .daily(source: source)
+            default:
+                reader.report(path, node, "write {counter: SOURCE} or {daily: SOURCE}")
+                return nil
+            }
+        }
+        guard let word = reader.text(node, path) else { return nil }
+        let allowed: [FlowSlot: [String: TotalSpec]] = [
+            .inputs: ["integrate": .integrate], .output: ["integrate": .integrate],
+            .exchange: ["import": .imported, "export": .exported],
+            .storage: ["charge": .charged, "discharge": .discharged],
+        ]
+        if let spec = allowed[slot]?[word] { return spec }
+        let words = (allowed[slot]?.keys.sorted() ?? []) + ["{counter: SOURCE}", "{daily: SOURCE}"]
+        reader.report(path, node, "'\(word)' is not a total of the \(slot.rawValue) slot (use \(words.joined(separator: ", ")))")
+        return nil
+    }
+}
+
+extension String {
+    var trimmed: String { String(Substring(self).trimmingSpaces) }
+}

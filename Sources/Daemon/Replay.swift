@@ -1,0 +1,94 @@
+import FlowCore
+import FoundationEssentials
+
+/// One recorded MQTT message: `{"t": "<RFC 3339>", "topic": "...", "payload": "<text>"}`, or
+/// `"payload_b64"` for bytes that are not text.
+public struct TraceMessage: Sendable, Equatable {
+    public var at: Date
+    public var topic: String
+    public var payload: [UInt8]
+
+    public init(at: Date, topic: String, payload: [UInt8]) {
+        self.at = at
+        self.topic = topic
+        self.payload = payload
+    }
+
+    /// Reads one trace line; the error says what is wrong with it.
+    public init(line: [UInt8]) throws(TraceError) {
+        let json: JSONValue
+        do { json = try JSONValue(parsing: line) } catch { throw TraceError(reason: "not JSON (\(error))") }
+        guard case .object = json else { throw TraceError(reason: "not a JSON object") }
+        guard let text = json["t"]?.stringValue else { throw TraceError(reason: "no \"t\" time") }
+        guard let at = RFC3339.parse(text) else { throw TraceError(reason: "\"t\" is not an RFC 3339 time: \(text)") }
+        guard let topic = json["topic"]?.stringValue, !topic.isEmpty else { throw TraceError(reason: "no \"topic\"") }
+        if let payload = json["payload"]?.stringValue {
+            self.init(at: at, topic: topic, payload: Array(payload.utf8))
+        } else if let encoded = json["payload_b64"]?.stringValue {
+            guard let bytes = Data(base64Encoded: encoded) else { throw TraceError(reason: "\"payload_b64\" is not base64") }
+            self.init(at: at, topic: topic, payload: Array(bytes))
+        } else {
+            throw TraceError(reason: "no \"payload\" or \"payload_b64\" text")
+        }
+    }
+
+    /// The trace line for this message.
+    public var line: String {
+        let payloadMember: (String, JSONValue) = if let text = String(validating: payload, as: UTF8.self) {
+            ("payload", .string(text))
+        } else {
+            ("payload_b64", .string(Data(payload).base64EncodedString()))
+        }
+        return JSONValue.object(["t": .string(RFC3339.format(at)), "topic": .string(topic), payloadMember.0: payloadMember.1]).description
+    }
+}
+
+public struct TraceError: Error, Sendable, CustomStringConvertible {
+    public var reason: String
+    public var description: String { reason }
+}
+
+/// Drives an engine through recorded messages, with the messages' times as the clock: the same
+/// trace always gives the same bytes. Between two messages it ticks the engine at every deadline
+/// that falls between them, so trailing pushes, staleness and midnight happen when they would live.
+public struct Replay {
+    public private(set) var engine: FlowEngine
+    let zone: any LocalTimeZone
+    /// The longest `min_interval` of the widgets: after the last message, replay runs that much
+    /// further so the trailing push of the latest state is not lost.
+    let drainSeconds: Double
+
+    public init(config: FlowConfig, zone: any LocalTimeZone) {
+        engine = FlowEngine(config: config, zone: zone)
+        self.zone = zone
+        drainSeconds = config.widgets.map(\.policy.minIntervalSeconds).max() ?? 0
+    }
+
+    /// Restores a saved state before the first message.
+    public mutating func restore(_ state: JSONValue) throws(StateError) { try engine.restore(state) }
+
+    /// Feeds one message; returns every output, in order.
+    public mutating func feed(_ message: TraceMessage) -> [FlowEngine.Output] {
+        engine.tick(through: message.at) + engine.receive(topic: message.topic, payload: message.payload, at: message.at)
+    }
+
+    /// After the last message: runs the deadlines of the next `drainSeconds`.
+    public mutating func finish() -> [FlowEngine.Output] {
+        guard let clock = engine.clock else { return [] }
+        return engine.tick(through: clock.addingTimeInterval(drainSeconds))
+    }
+
+    /// `{"t": "...", "widget": "power", "patch": {"content": …}}`, time in the configured zone.
+    public func pushLine(widget: String, at: Date, patch: JSONValue) -> String {
+        let time = RFC3339.format(at, utcOffsetSeconds: zone.utcOffsetSeconds(at: at))
+        return JSONValue.object(["t": .string(time), "widget": .string(widget), "patch": ["content": patch]]).description
+    }
+
+    /// `{"widget": "power", "content": {…}}` for every widget that was pushed, in config order.
+    public func finalLines() -> [String] {
+        let delivered = engine.deliveredContent
+        return engine.config.widgets.compactMap { widget in
+            delivered[widget.name].map { JSONValue.object(["widget": .string(widget.name), "content": $0]).description }
+        }
+    }
+}

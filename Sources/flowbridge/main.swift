@@ -1,0 +1,4 @@
+import Daemon
+import Glibc
+
+exit(await Commands.main(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,109 @@
+import Daemon
+import FlowCore
+import Testing
+
+@Suite struct ConfigTests {
+    static let example = """
+        timezone: Europe/Berlin            # optional; default: the system's zone
+        mqtt: {host: 127.0.0.1, port: 1883} # used by `run`; replay ignores it
+        sources:                           # every number flowbridge reads, by name
+          solar:   {topic: solar/ac/power}                           # plain number, W
+          grid:    {topic: shellypro3em/status/em:0, json: total_act_power}
+          battery: {topic: evcc/site/battery/power, invert: true}    # evcc: + = discharging
+          soc:     {topic: evcc/site/battery/soc, unit: "%"}
+          yield:   {topic: solar/ac/yieldday, unit: Wh}
+        widgets:
+          power:
+            template: flow
+            label: Power
+            unit: W
+            flow:
+              inputs:   [{name: Solar, rate: solar, total: integrate, icon: sun.max.fill}]
+              storage:  {name: Battery, rate: battery, level: soc}
+              exchange: {name: Grid, rate: grid, total: import}
+              output:   {name: Home, rate: balance, total: integrate}
+            policy: {min_interval: 10s, rate_step: 10, rate_deadband: 20, total_step: 0.1}
+        """
+
+    @Test func theIssuesExampleLoads() throws {
+        let config = try DaemonConfig.parse(Self.example, file: "config.yaml")
+        #expect(config.timezone == "Europe/Berlin")
+        #expect(config.flow.sources.map(\.name) == ["solar", "grid", "battery", "soc", "yield"])
+        let battery = config.flow.sources[2]
+        #expect(battery.invert)
+        #expect(config.flow.sources[4].unit == .wattHour)
+        let widget = try #require(config.flow.widgets.first)
+        #expect(widget.inputs.first?.total == .integrate)
+        #expect(widget.exchange?.total == .imported)
+        #expect(widget.output?.rate == .balance)
+        #expect(widget.storage?.level == "soc")
+        #expect(widget.policy == PatchPolicyConfig(minIntervalSeconds: 10, rateStep: 10, rateDeadband: 20, totalStep: 0.1))
+    }
+
+    @Test func jsonIsValidYAMLToo() throws {
+        let json = #"""
+            {"sources": {"grid": {"topic": "g", "json": "[\"em:0\"].x", "stale_after": "90s", "decimal_comma": true}},
+             "widgets": {"w": {"template": "flow", "flow": {"exchange": {"rate": ["grid"], "total": {"counter": "grid"}}}}}}
+            """#
+        let error = #expect(throws: ConfigError.self) { try DaemonConfig.parse(json, file: "c.json") }
+        // grid is a power source, so it cannot be a counter: named with its line.
+        #expect(error?.description.contains("c.json: line 2: widgets.w.flow.exchange.total: source 'grid' is power (W); total needs energy") == true)
+        let fixed = json.replacingOccurrences(of: #""total": {"counter": "grid"}"#, with: #""total": "export""#)
+        let config = try DaemonConfig.parse(fixed, file: "c.json")
+        #expect(config.flow.sources[0].staleAfterSeconds == 90)
+        #expect(config.flow.sources[0].decoder.decimalComma)
+        #expect(config.flow.widgets[0].exchange?.total == .exported)
+    }
+
+    /// Each broken config names the key path and the line.
+    @Test(arguments: [
+        ("sources:\n  a: {topic: x}\nwidgets:\n  w:\n    template: flow\n    flow:\n      inputs: [{rate: solr}]\n",
+         "line 7: widgets.w.flow.inputs[0].rate: unknown source 'solr' (sources: a)"),
+        ("sources:\n  a: {json: x}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 2: sources.a.topic: is required"),
+        ("sources:\n  a: {topic: x, level: 3}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 2: sources.a.level: unknown key"),
+        ("sources:\n  a: {topic: x}\n  s: {topic: y, unit: \"%\"}\nwidgets:\n  w:\n    template: flow\n    flow:\n      exchange: {rate: a, level: s}\n",
+         "line 8: widgets.w.flow.exchange.level: only the storage slot has a level"),
+        ("sources:\n  a: {topic: x, stale_after: soon}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 2: sources.a.stale_after: 'soon' is not a duration"),
+        ("sources:\n  a: {topic: x, unit: MW}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 2: sources.a.unit: 'MW' is not one of W, kW, Wh, kWh, Wmin, %"),
+        ("sources:\n  a: {topic: x\nwidgets: {}\n", "line 3"),
+        ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, flow: {exchange: {rate: a, total: integrate}}}\n",
+         "line 4: widgets.w.flow.exchange.total: 'integrate' is not a total of the exchange slot"),
+        ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, flow: {inputs: [{rate: balance}]}}\n",
+         "line 4: widgets.w.flow.inputs[0].rate: balance derives the output"),
+        ("sources:\n  a: {topic: \"x/#/y\"}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 2: sources.a.topic: topic filter 'x/#/y': '#' must be the whole last level"),
+        ("sources:\n  a: {topic: x, json: \"a..b\"}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 2: sources.a.json: json path 'a..b'"),
+        ("timezone: Mars/Olympus\nsources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 1: timezone: unknown time zone 'Mars/Olympus'"),
+        ("mqtt: {password: hunter2}\nsources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 1: mqtt.password: write the password to a file"),
+        ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a, name: \"\(String(repeating: "x", count: 33))\"}}}\n",
+         "is longer than 32 characters"),
+        ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, flow: {}}\n",
+         "line 4: widgets.w.flow: needs at least one of inputs, output, storage, exchange"),
+    ])
+    func brokenConfigNamesKeyAndLine(text: String, expected: String) {
+        let error = #expect(throws: ConfigError.self) { try DaemonConfig.parse(text, file: "config.yaml") }
+        #expect(error?.description.contains(expected) == true, "\(error?.description ?? "no error")")
+    }
+
+    @Test func checkPrintsTheResolvedMappingOrTheErrors() throws {
+        let folder = TemporaryFolder()
+        let good = try folder.write("good.yaml", Self.example)
+        let ok = try runFlowbridge(["check", "--config", good])
+        #expect(ok.status == 0)
+        #expect(ok.out.contains("+ battery [evcc/site/battery/power, W, inverted] (+ filling, − draining)"))
+        #expect(ok.out.contains("grid [shellypro3em/status/em:0, json total_act_power, W] (+ importing, − exporting)"))
+        let bad = try folder.write("bad.yaml", Self.example.replacingOccurrences(of: "rate: grid", with: "rate: gird"))
+        let failed = try runFlowbridge(["check", "--config", bad])
+        #expect(failed.status == 78)
+        #expect(failed.err.contains("bad.yaml: line 17: widgets.power.flow.exchange.rate: unknown source 'gird'"), "\(failed.err)")
+        let usage = try runFlowbridge(["check", "--bogus"])
+        #expect(usage.status == 64)
+    }
+}

@@ -1,0 +1,165 @@
+import Daemon
+import FlowCore
+import FoundationEssentials
+import TestSupport
+import Testing
+
+/// Local days from the system's zone rules: DST days, half-hour offsets, DST at midnight.
+@Suite struct LocalDayTests {
+    @Test(arguments: [
+        ("Europe/Berlin", "2026-06-01T12:00:00Z", "2026-06-01", "2026-05-31T22:00:00Z", 24.0),
+        ("Europe/Berlin", "2026-03-29T12:00:00Z", "2026-03-29", "2026-03-28T23:00:00Z", 23),
+        ("Europe/Berlin", "2026-10-25T12:00:00Z", "2026-10-25", "2026-10-24T22:00:00Z", 25),
+        ("Asia/Kolkata", "2026-06-01T20:00:00Z", "2026-06-02", "2026-06-01T18:30:00Z", 24),
+        ("Australia/Adelaide", "2026-04-05T12:00:00Z", "2026-04-05", "2026-04-04T13:30:00Z", 25),
+        ("America/Havana", "2026-03-08T12:00:00Z", "2026-03-08", "2026-03-08T05:00:00Z", 23),  // 00:00 does not exist
+        ("America/Santiago", "2026-04-04T12:00:00Z", "2026-04-04", "2026-04-04T03:00:00Z", 25),
+        ("UTC", "2026-06-01T00:00:00Z", "2026-06-01", "2026-06-01T00:00:00Z", 24),
+    ])
+    func dayBounds(zone name: String, at instant: String, date: String, start: String, hours: Double) throws {
+        let zone = try #require(SystemTimeZone(identifier: name))
+        let day = zone.day(containing: RFC3339.parse(instant)!)
+        #expect(day.date.description == date)
+        #expect(day.start == RFC3339.parse(start))
+        #expect(day.lengthHours == hours)
+        #expect(zone.day(after: day).start == day.end)
+    }
+
+    @Test func unknownZonesAreRefused() {
+        #expect(SystemTimeZone(identifier: "Mars/Olympus") == nil)
+        #expect(SystemTimeZone(identifier: "../etc/passwd") == nil)
+    }
+}
+
+/// Daily totals end to end through the engine, with Europe/Berlin's rules.
+@Suite struct EnergyDayTests {
+    static let berlin = SystemTimeZone(identifier: "Europe/Berlin")!
+
+    static func constantLoad(sourceMaxGap: Double = 300) -> FlowConfig {
+        FlowConfig(
+            sources: [source("load", "house/power", maxGap: sourceMaxGap)],
+            widgets: [FlowWidgetConfig(name: "home", output: node("load", total: .integrate), policy: eager)])
+    }
+
+    /// A constant 1000 W for a whole day: 24, 23 or 25 kWh, reset at local midnight.
+    @Test(arguments: [("2026-06-01", 24.0), ("2026-03-29", 23.0), ("2026-10-25", 25.0)])
+    func constantPowerForAWholeLocalDay(date: String, kWh: Double) throws {
+        var home = EngineHarness(Self.constantLoad(), zone: Self.berlin)
+        let day = Self.berlin.day(containing: RFC3339.parse("\(date)T12:00:00Z")!)
+        var t = day.start.timeIntervalSince1970 - 3600
+        while t <= day.end.timeIntervalSince1970 + 3600 {
+            home.send("house/power", "1000", at: t)
+            t += 10
+        }
+        let closed = try #require(home.engine.lastClosedDay)
+        #expect(closed.date.description == date)
+        #expect(abs(closed.totalsKWh["home/output"]! - kWh) < 1e-9)
+        // The reset went out at local midnight, at once.
+        let reset = try #require(home.pushes.first { $0.at == day.end })
+        #expect(reset.push.patch["flow"]?["output"]?["total"] == 0)
+        #expect(abs(home.total("output")! - 1.0) < 0.002)  // the hour after midnight
+    }
+
+    @Test func aLongSilenceAddsNothingAndNeitherDoesAClockStepBack() {
+        var home = EngineHarness(Self.constantLoad())
+        home.send("house/power", "1000", at: 0)
+        home.send("house/power", "1000", at: 3600)  // an hour: longer than max_gap (5 min)
+        home.send("house/power", "1000", at: 3600 + 7200)  // two more hours of silence
+        #expect(home.total("output") == 0)
+        home.send("house/power", "1000", at: 10_800 + 180)  // 3 minutes: counted
+        #expect(abs(home.total("output")! - 0.05) < 1e-9)
+        home.send("house/power", "1000", at: 10_000)  // the clock stepped back
+        #expect(abs(home.total("output")! - 0.05) < 1e-9)
+        home.send("house/power", "1000", at: 10_060)  // and on from there
+        #expect(abs(home.total("output")! - 0.05 - 1.0 / 60) < 0.001)  // shown to 0.001 kWh
+    }
+
+    @Test func importAndExportIntegrateSeparatelyAndAddUpToTheNet() throws {
+        let config = FlowConfig(
+            sources: [source("grid", "g")],
+            widgets: [
+                FlowWidgetConfig(name: "in", exchange: node("grid", total: .imported), policy: eager),
+                FlowWidgetConfig(name: "out", exchange: node("grid", total: .exported), policy: eager),
+            ])
+        var engine = FlowEngine(config: config, zone: FixedOffsetZone())
+        var net = 0.0
+        var previous: (t: Double, w: Double)?
+        var random = SplitMix64(seed: 11)
+        for step in 0..<2000 {
+            let t = Double(step * 7)
+            let watts = Double(Int.random(in: -3000...3000, using: &random))
+            _ = engine.receive(topic: "g", payload: Array(JSONValue.format(watts).utf8), at: Date(timeIntervalSince1970: t))
+            if let previous { net += (previous.w + watts) / 2 * (t - previous.t) / 3_600_000 }
+            previous = (t, watts)
+        }
+        _ = engine.tick(at: Date(timeIntervalSince1970: 14_000))
+        let imported = try #require(engine.snapshot()["totals"]?["in/exchange"]?["kwh"]?.numberValue)
+        let exported = try #require(engine.snapshot()["totals"]?["out/exchange"]?["kwh"]?.numberValue)
+        #expect(imported > 1 && exported > 1)
+        #expect(abs(imported - exported - net) < 1e-9)
+    }
+
+    /// A Shelly Pro 3EM `emdata` import counter (Wh) that drops to 0 when the device reboots at 14:00.
+    @Test func lifetimeCounterResetKeepsTheMorning() throws {
+        let payload = try Repository.payload("shellypro3em-abc/status/emdata:0")
+        let config = FlowConfig(
+            sources: [
+                source("grid", "shellypro3em-abc/status/em:0", json: "total_act_power"),
+                source("imported", "shellypro3em-abc/status/emdata:0", json: "total_act", unit: .wattHour),
+            ],
+            widgets: [FlowWidgetConfig(name: "grid", exchange: node("grid", total: .counter(source: "imported")), policy: eager)])
+        var meter = EngineHarness(config, zone: Self.berlin)
+        let midnight = RFC3339.parse("2026-06-01T00:00:00+02:00")!.timeIntervalSince1970
+        func publish(_ wattHours: Double, at hour: Double) {
+            let body = payload.replacingOccurrences(of: "\"total_act\":20269.29", with: "\"total_act\":\(JSONValue.format(wattHours))")
+            meter.send("shellypro3em-abc/status/em:0", #"{"total_act_power":500}"#, at: midnight + hour * 3600)
+            meter.send("shellypro3em-abc/status/emdata:0", body, at: midnight + hour * 3600)
+        }
+        #expect(payload.contains("\"total_act\":20269.29"))
+        publish(20269.29, at: -0.5)  // yesterday evening: the baseline
+        publish(20269.29 + 500, at: 0.5)
+        publish(20269.29 + 5000, at: 13.9)  // 5 kWh this morning
+        publish(0, at: 14.0)  // reboot: one low sample changes nothing yet
+        #expect(meter.total("exchange") == 5)
+        publish(120, at: 14.1)  // confirmed: count again from 0
+        publish(1120, at: 18)
+        #expect(abs(meter.total("exchange")! - 6.12) < 1e-9)
+        publish(20269.29 + 5000, at: 18.1)  // a glitch back up is not energy
+        publish(1200, at: 18.2)
+        publish(1300, at: 18.3)
+        #expect(meter.total("exchange")! >= 6.12)
+    }
+
+    /// OpenDTU's `yieldday` (Wh) resets when the inverter powers up at sunrise, not at midnight.
+    @Test func deviceDailyCounterResetAtSunriseKeepsTheDayRight() throws {
+        let fixture = try Repository.payload("solar/ac/yieldday")
+        #expect(fixture == "216")
+        let config = FlowConfig(
+            sources: [source("pv", "solar/ac/power"), source("yield", "solar/ac/yieldday", unit: .wattHour)],
+            widgets: [FlowWidgetConfig(name: "solar", inputs: [node("pv", total: .daily(source: "yield"))], policy: eager)])
+        var solar = EngineHarness(config, zone: Self.berlin)
+        let midnight = RFC3339.parse("2026-06-01T00:00:00+02:00")!.timeIntervalSince1970
+        solar.send("solar/ac/power", "0", at: midnight - 7200)
+        solar.send("solar/ac/yieldday", "12300", at: midnight - 7200)  // yesterday's yield, retained overnight
+        solar.run(until: midnight + 1)
+        #expect(solar.total("inputs") == 0)  // a new day: yesterday's 12.3 kWh is not today's
+        solar.send("solar/ac/yieldday", "0", at: midnight + 5 * 3600)  // sunrise: the inverter starts counting
+        solar.send("solar/ac/yieldday", fixture, at: midnight + 6 * 3600)
+        #expect(abs(solar.total("inputs")! - 0.216) < 1e-9)
+        solar.send("solar/ac/yieldday", "4000", at: midnight + 11 * 3600)
+        solar.send("solar/ac/yieldday", "0", at: midnight + 12 * 3600)  // a power-up mid-day resets it again
+        solar.send("solar/ac/yieldday", "1500", at: midnight + 15 * 3600)
+        #expect(abs(solar.total("inputs")! - 5.5) < 1e-9)
+    }
+
+    @Test func totalsNeverDecreaseOrGoNegative() {
+        var total = EnergyTotal(spec: .counter(source: "c"))
+        var random = SplitMix64(seed: 5)
+        var shown = 0.0
+        for _ in 0..<5000 {
+            total.read(counterKWh: Double(Int.random(in: 0...1000, using: &random)))
+            #expect(total.energyKWh >= shown)
+            shown = total.energyKWh
+        }
+    }
+}

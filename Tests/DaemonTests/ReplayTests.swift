@@ -1,0 +1,197 @@
+import Daemon
+import FlowCore
+import Foundation
+import TestSupport
+import Testing
+
+@Suite struct ReplayTests {
+    /// A device's recorded message into one slot of a widget, through `flowbridge replay`.
+    struct DeviceCase: Sendable, CustomTestStringConvertible {
+        var topic: String
+        var json: String?
+        var slot: String
+        var invert = false
+        var testDescription: String { "\(topic) → \(slot)\(invert ? " (inverted)" : "")" }
+    }
+
+    static let devices: [DeviceCase] = [
+        DeviceCase(topic: "solar/ac/power", slot: "inputs"),  // OpenDTU, 0 W at dusk
+        DeviceCase(topic: "solar/114190641177/0/power", slot: "inputs"),  // OpenDTU per inverter
+        DeviceCase(topic: "inverter/HM600/ch0/P_AC", slot: "inputs"),  // AhoyDTU
+        DeviceCase(topic: "homeassistant/sensor/solar_power/state", slot: "inputs"),  // HA statestream
+        DeviceCase(topic: "shellypro3em-abc/status/em:0", json: "total_act_power", slot: "exchange"),  // + import
+        DeviceCase(topic: "tele/meter/SENSOR", json: "SML.Power_curr", slot: "exchange"),  // − export
+        DeviceCase(topic: "evcc/site/grid/power", slot: "exchange"),
+        DeviceCase(topic: "N/c0619ab1d2e3/system/0/Dc/Battery/Power", json: "value", slot: "storage"),  // + charging
+        DeviceCase(topic: "evcc/site/battery/power", slot: "storage", invert: true),  // evcc: + discharging
+        DeviceCase(topic: "tele/plug/SENSOR", json: "ENERGY.Power", slot: "output"),  // Tasmota plug
+        DeviceCase(topic: "zigbee2mqtt/plug_zigbee23", json: "power", slot: "output"),  // Zigbee2MQTT
+    ]
+
+    /// The rate the widget shows equals the device's documented watts, with the widget's sign.
+    @Test(arguments: devices)
+    func deviceFixtureReplaysToTheDocumentedRate(device: DeviceCase) throws {
+        let fixture = try #require(try Repository.deviceCases().first { $0["topic"]?.stringValue == device.topic && $0["watts"] != nil })
+        let watts = try #require(fixture["watts"]?.numberValue)
+        let payload = try #require(fixture["payload"]?.stringValue)
+        let json = device.json.map { ", json: \"\($0)\"" } ?? ""
+        let slot = device.slot == "inputs" ? "inputs: [{rate: meter}]" : "\(device.slot): {rate: meter}"
+        let config = """
+            timezone: UTC
+            sources:
+              meter: {topic: "\(device.topic)"\(json), invert: \(device.invert)}
+            widgets:
+              w: {template: flow, flow: {\(slot)}, policy: {min_interval: 0s, rate_step: 0.1, rate_deadband: 0}}
+            """
+        let trace = [traceLine("2026-06-01T12:00:00Z", device.topic, payload)]
+        let (lines, _) = try replay(config: config, trace: trace)
+        let content = try #require(lines.last?["content"])
+        var node = try #require(content["flow"]?[device.slot])
+        if case .array(let items) = node { node = items[0] }
+        let expected = PatchPolicy.quantize(device.invert ? -watts : watts, step: 0.1)
+        let shown = device.slot == "inputs" || device.slot == "output" ? max(0, expected) : expected
+        #expect(node["rate"]?.numberValue == shown)
+    }
+
+    /// A home assembled from several devices' real payloads: Victron battery and SoC, Shelly grid,
+    /// OpenDTU solar; the output is derived, the bad messages change nothing.
+    @Test func aHomeOfRealDevices() throws {
+        let config = """
+            timezone: Europe/Berlin
+            sources:
+              solar: {topic: "solar/114190641177/0/power"}
+              grid: {topic: "shellypro3em-abc/status/em:0", json: total_act_power}
+              battery: {topic: "N/c0619ab1d2e3/system/0/Dc/Battery/Power", json: value}
+              soc: {topic: "N/c0619ab1d2e3/system/0/Dc/Battery/Soc", json: value, unit: "%"}
+              l1: {topic: "N/c0619ab1d2e3/system/0/Ac/Grid/L1/Power", json: value}
+              ha: {topic: "homeassistant/sensor/solar_power/state"}
+            widgets:
+              power:
+                template: flow
+                flow:
+                  inputs: [{name: Roof, rate: solar}, {name: HA, rate: ha}]
+                  storage: {name: Battery, rate: battery, level: soc}
+                  exchange: {name: Grid, rate: grid}
+                  output: {name: Home, rate: balance}
+                policy: {min_interval: 10s, rate_step: 1, rate_deadband: 0}
+            """
+        var trace: [String] = []
+        var second = 0
+        for topic in [
+            "solar/114190641177/0/power", "shellypro3em-abc/status/em:0", "N/c0619ab1d2e3/system/0/Dc/Battery/Power",
+            "N/c0619ab1d2e3/system/0/Dc/Battery/Soc", "homeassistant/sensor/solar_power/state",
+        ] {
+            trace.append(traceLine("2026-06-01T12:00:0\(second)Z", topic, try Repository.payload(topic) { $0 != "unavailable" }))
+            second += 1
+        }
+        trace.append(traceLine("2026-06-01T12:00:06Z", "N/c0619ab1d2e3/system/0/Ac/Grid/L1/Power", try Repository.payload("N/c0619ab1d2e3/system/0/Ac/Grid/L1/Power")))
+        trace.append(traceLine("2026-06-01T12:00:07Z", "homeassistant/sensor/solar_power/state", "unavailable"))
+        let (lines, _) = try replay(config: config, trace: trace)
+        let flow = try #require(lines.last?["content"]?["flow"])
+        #expect(flow["inputs"] == [["name": "Roof", "rate": 612], ["name": "HA", "rate": 1532]])
+        #expect(flow["exchange"]?["rate"] == 3040)
+        #expect(flow["storage"]?["rate"] == 473)
+        #expect(flow["storage"]?["level"] == 77)  // 76.5 %
+        #expect(flow["output"]?["rate"] == 4711)  // 612.4 + 1532 + 3039.524 − 472.85
+        // Pushes are NDJSON lines with the local time and the patch under "content".
+        #expect(lines.first?["t"] == "2026-06-01T14:00:00+02:00")
+        #expect(lines.first?["widget"] == "power")
+        #expect(lines.first?["patch"]?["content"]?["template"] == "flow")
+    }
+
+    static let dayConfig = """
+        timezone: Europe/Berlin
+        sources:
+          pv: {topic: pv/power}
+          grid: {topic: grid/power}
+        widgets:
+          home:
+            template: flow
+            flow:
+              inputs: [{name: Solar, rate: pv, total: integrate}]
+              exchange: {name: Grid, rate: grid, total: import}
+              output: {name: Home, rate: balance, total: integrate}
+        """
+
+    /// A day in Berlin, one reading a minute per source.
+    static func dayTrace(date: String = "2026-06-01") -> [String] {
+        let midnight = RFC3339.parse("\(date)T00:00:00+02:00")!
+        var lines: [String] = []
+        for minute in stride(from: 1, to: 1440, by: 1) {
+            let at = midnight.addingTimeInterval(Double(minute) * 60)
+            let sun = max(0, sin((Double(minute) / 1440 - 0.25) * 2 * .pi)) * 3000
+            lines.append(TraceMessage(at: at, topic: "pv/power", payload: Array(JSONValue.format(sun.rounded()).utf8)).line)
+            lines.append(TraceMessage(at: at, topic: "grid/power", payload: Array(JSONValue.format((500 - sun).rounded()).utf8)).line)
+        }
+        return lines
+    }
+
+    /// `flowbridge replay --state`: a day in two halves equals the day whole, and a restart on the
+    /// next morning starts at 0.
+    @Test func aRestartMidDayContinuesTheDay() throws {
+        let folder = TemporaryFolder()
+        let config = try folder.write("config.yaml", Self.dayConfig)
+        let trace = Self.dayTrace()
+        let whole = try folder.write("whole.ndjson", trace.joined(separator: "\n") + "\n")
+        let first = try folder.write("first.ndjson", trace[..<1400].joined(separator: "\n") + "\n")
+        let second = try folder.write("second.ndjson", trace[1400...].joined(separator: "\n") + "\n")
+        let state = folder.url.appendingPathComponent("state.json").path
+
+        let straight = try runFlowbridge(["replay", "--config", config, "--final", whole])
+        #expect(straight.status == 0, "\(straight.err)")
+        let firstHalf = try runFlowbridge(["replay", "--config", config, "--state", state, first])
+        #expect(firstHalf.status == 0, "\(firstHalf.err)")
+        #expect(FileManager.default.fileExists(atPath: state))
+        let secondHalf = try runFlowbridge(["replay", "--config", config, "--state", state, "--final", second])
+        #expect(secondHalf.status == 0, "\(secondHalf.err)")
+
+        func totals(_ output: String) throws -> [Double] {
+            let final = try JSONValue(parsing: try #require(output.split(separator: "\n").last.map(String.init)))
+            let flow = try #require(final["content"]?["flow"])
+            return [flow["inputs"]?.arrayValue?[0]["total"], flow["exchange"]?["total"], flow["output"]?["total"]].map { $0?.numberValue ?? -1 }
+        }
+        let wholeTotals = try totals(straight.out)
+        let splitTotals = try totals(secondHalf.out)
+        #expect(wholeTotals[0] > 10)
+        for (a, b) in zip(wholeTotals, splitTotals) { #expect(abs(a - b) <= 0.01, "\(wholeTotals) vs \(splitTotals)") }
+
+        // The next morning: the same state, a later day: every total starts at 0.
+        let morning = try folder.write("morning.ndjson", [
+            traceLine("2026-06-02T07:00:00+02:00", "pv/power", "800"), traceLine("2026-06-02T07:00:00+02:00", "grid/power", "-100"),
+        ].joined(separator: "\n"))
+        let nextDay = try runFlowbridge(["replay", "--config", config, "--state", state, "--final", morning])
+        #expect(try totals(nextDay.out) == [0, 0, 0])
+    }
+
+    @Test func aCorruptStateIsKeptAsideAndTheDayStartsFresh() throws {
+        let folder = TemporaryFolder()
+        let config = try folder.write("config.yaml", Self.dayConfig)
+        let state = try folder.write("state.json", "{\"version\": 1, \"day\": trunc")
+        let trace = try folder.write("t.ndjson", Self.dayTrace()[..<10].joined(separator: "\n"))
+        let run = try runFlowbridge(["replay", "--config", config, "--state", state, "--final", trace])
+        #expect(run.status == 0)
+        #expect(run.err.contains("warning: state \(state) is unreadable"), "\(run.err)")
+        let kept = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).filter { $0.hasPrefix("state.json.corrupt-") }
+        #expect(kept.count == 1)
+        // And a fresh, valid state was written.
+        _ = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
+    }
+
+    @Test func malformedTraceLinesAreReportedWithTheirNumberAndSkipped() throws {
+        let folder = TemporaryFolder()
+        let config = try folder.write("config.yaml", Self.dayConfig)
+        let trace = [
+            traceLine("2026-06-01T12:00:00Z", "grid/power", "100"), "not json", #"{"t": "yesterday", "topic": "x", "payload": "1"}"#,
+            #"{"t": "2026-06-01T12:00:01Z", "topic": "grid/power"}"#, traceLine("2026-06-01T12:00:02Z", "grid/power", "200"),
+        ].joined(separator: "\n")
+        let run = try runFlowbridge(["replay", "--config", config, "--final", "-"], stdin: trace)
+        #expect(run.status == 0)
+        #expect(run.err.contains("stdin line 2: not JSON"))
+        #expect(run.err.contains("stdin line 3: \"t\" is not an RFC 3339 time"))
+        #expect(run.err.contains("stdin line 4: no \"payload\""))
+        // The same trace always gives the same bytes.
+        let again = try runFlowbridge(["replay", "--config", config, "--final", "-"], stdin: trace)
+        #expect(again.out == run.out)
+        #expect(run.out.contains(#""rate":200"#))
+    }
+}
