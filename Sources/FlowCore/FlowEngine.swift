@@ -143,16 +143,21 @@ public struct FlowEngine: Sendable {
     // MARK: - Inputs
 
     /// Takes one MQTT message received at `now`.
-    public mutating func receive(topic: String, payload: [UInt8], at now: Date) -> [Output] {
+    ///
+    /// A `retained` message is the broker's copy of an old publish, hours old perhaps: it counts as
+    /// already stale for a source with `stale_after` (its first live update refreshes it), and
+    /// nothing is integrated from it. (The daemon passes false when MQTT 5 message expiry vouches
+    /// for it.)
+    public mutating func receive(topic: String, payload: [UInt8], at now: Date, retained: Bool = false) -> [Output] {
         var out: [Output] = []
         clock = now
         advanceDay(to: now, into: &out)
         var matched = exactTopics[topic] ?? []
         for (filter, source) in wildcardTopics where filter.matches(topic) { matched.append(source) }
         var touched: Set<Int> = []
-        for source in matched where accept(payload, for: source, at: now, into: &out) {
+        for source in matched where accept(payload, for: source, at: now, retained: retained, into: &out) {
             for (position, widget) in widgets.enumerated() where widget.reads.contains(source) {
-                account(source, in: position, at: now)
+                account(source, in: position, at: now, integrating: !retained)
                 touched.insert(position)
             }
         }
@@ -225,7 +230,7 @@ public struct FlowEngine: Sendable {
     static let maxEnergyKWh = 1_000_000_000.0
 
     /// Decodes a payload into the source's reading. Returns false when it held no usable number.
-    mutating func accept(_ payload: [UInt8], for position: Int, at now: Date, into out: inout [Output]) -> Bool {
+    mutating func accept(_ payload: [UInt8], for position: Int, at now: Date, retained: Bool, into out: inout [Output]) -> Bool {
         let source = sources[position].config
         let problem: String
         switch source.decoder.decode(payload) {
@@ -244,7 +249,8 @@ public struct FlowEngine: Sendable {
             case .level where !(0...100).contains(value):
                 problem = "\(JSONValue.format(value)) % is outside 0…100"
             default:
-                sources[position].reading = Reading(value: value, at: now)
+                let age = retained ? source.staleAfterSeconds ?? 0 : 0
+                sources[position].reading = Reading(value: value, at: now.addingTimeInterval(-age))
                 sources[position].stats.readings += 1
                 return true
             }
@@ -258,8 +264,8 @@ public struct FlowEngine: Sendable {
     }
 
     /// Brings the totals of widget `position` up to date with a new reading of `source`.
-    mutating func account(_ source: Int, in position: Int, at now: Date) {
-        for node in widgets[position].integrateOn[source] ?? [] {
+    mutating func account(_ source: Int, in position: Int, at now: Date, integrating: Bool) {
+        for node in integrating ? widgets[position].integrateOn[source] ?? [] : [] {
             let state = widgets[position].nodes[node]
             guard let rate = rate(of: state, in: widgets[position], at: now) else { continue }
             widgets[position].nodes[node].total?.integrate(rateW: rate, at: now, maxGapSeconds: state.maxGapSeconds)

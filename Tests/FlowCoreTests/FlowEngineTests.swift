@@ -261,3 +261,17 @@ func homeConfig(policy: PatchPolicyConfig = eager, staleAfter: Double? = nil, gr
         #expect(home.rate("output") == PatchPolicy.quantize(max(0, balance), step: 10))
     }
 }
+
+@Suite struct RetainedMessageTests {
+    @Test func anOldRetainedReadingIsNotTakenAsLive() {
+        var home = EngineHarness(homeConfig(staleAfter: 60))
+        home.record(home.engine.receive(topic: "solar/ac/power", payload: Array("2500".utf8), at: Date(timeIntervalSince1970: 0), retained: true))
+        home.send("shellypro3em/status/em:0", #"{"total_act_power":400}"#, at: 1)
+        home.send("evcc/site/battery/power", "0", at: 1)
+        #expect(home.rate("inputs") == 0)  // the night's retained 2500 W is stale at once
+        #expect(home.rate("output") == 400)
+        home.send("solar/ac/power", "2500", at: 2)  // the first live update refreshes it
+        #expect(home.rate("inputs") == 2500)
+        #expect(home.rate("output") == 2900)
+    }
+}
