@@ -20,10 +20,12 @@ let package = Package(
             name: "CYAML", pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]),
         .target(name: "FlowCore"),
-        .target(name: "Daemon", dependencies: ["FlowCore", "CYAML"]),
+        .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
+        .target(name: "Daemon", dependencies: ["FlowCore", "CYAML", "Mosquitto"]),
         .executableTarget(name: "flowbridge", dependencies: ["Daemon"]),
         .target(name: "TestSupport", dependencies: ["FlowCore"], path: "Tests/TestSupport"),
         .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore", "TestSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "FlowCore", "TestSupport"]),
+        .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),
     ]
 )

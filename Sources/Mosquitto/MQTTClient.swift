@@ -1,0 +1,497 @@
+import CMosquitto
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// An MQTT connection that stays up: it connects in the background, reconnects with backoff after
+/// any loss, re-subscribes after every (re)connect, and reports what happens as `events`.
+///
+/// ```swift
+/// let client = try MQTTClient(options: options, subscriptions: ["opendtu/+/status/#"])
+/// try client.start()
+/// for await event in client.events { ... }
+/// client.stop(finalMessage: (topic: "flowbridge/status", payload: Array("offline".utf8), retain: true))
+/// ```
+///
+/// One network thread (ours, running `mosquitto_loop`) owns the connection; libmosquitto's callbacks
+/// copy what they need and push it into `events`, a bounded buffer that blocks that thread when the
+/// consumer falls behind, so no message is dropped.
+///
+/// Why not `mosquitto_loop_start`: libmosquitto 2.0.11's own thread stops retrying for good when the
+/// first connect fails (broker down at boot), after a TLS failure, and after an MQTT 5 CONNACK
+/// refusal (its loop treats those as fatal). A daemon must keep trying, so the retry loop is ours.
+public final class MQTTClient: Sendable {
+    public let options: MQTTOptions
+    public let subscriptions: [String]
+    /// The QoS every subscription asks for.
+    public let subscriptionQoS: Int
+    private let connection: Connection
+
+    /// Validates everything (options, topic filters, QoS) and prepares the libmosquitto handle; no
+    /// network I/O yet. Throws `MQTTError.invalidOptions` naming what is wrong.
+    public init(options: MQTTOptions, subscriptions: [String], qos: Int = 1, bufferCapacity: Int = 1024) throws {
+        try options.validate()
+        for filter in subscriptions { try Topic.validateFilter(filter) }
+        try Topic.validateQoS(qos, what: "subscription qos")
+        guard bufferCapacity >= 1 else { throw MQTTError.invalidOptions("bufferCapacity \(bufferCapacity) must be at least 1") }
+        self.options = options
+        self.subscriptions = subscriptions
+        self.subscriptionQoS = qos
+        connection = try Connection(options: options, subscriptions: subscriptions, qos: qos, bufferCapacity: bufferCapacity)
+    }
+
+    /// Stops (without a final message) if the owner forgot to, so the network thread never outlives us.
+    deinit { connection.stop(finalMessage: nil) }
+
+    /// Connection events and incoming messages, in order. Ends (`nil`) after `stop()`.
+    public var events: MQTTEvents { connection.events }
+
+    /// True between a successful CONNACK and the next disconnect.
+    public var isConnected: Bool { connection.isConnected }
+
+    /// The most recent connection failure (refusal, TLS, lost connection); `nil` once connected again.
+    public var lastError: MQTTError? { connection.lastError }
+
+    /// Starts the network thread, which connects in the background. A broker that is down, refuses
+    /// us or fails the TLS handshake is not an error here: it is reported as `.disconnected(reason:)`
+    /// and retried with exponential backoff (`options.reconnectDelay`), forever, until `stop()`.
+    /// Throws only when called twice or the thread cannot be created.
+    public func start() throws { try connection.start() }
+
+    /// Hands a message to the broker connection. Thread-safe; does not wait for the network.
+    /// Needs a live connection: while disconnected it throws `MQTTError.publishFailed` at any QoS
+    /// (libmosquitto 2.0 does not queue for later), so a publisher keeps its latest state and sends
+    /// it again on `.connected`.
+    public func publish(topic: String, payload: [UInt8], qos: Int = 0, retain: Bool = false) throws {
+        try connection.publish(topic: topic, payload: payload, qos: qos, retain: retain)
+    }
+
+    /// Orderly stop: publishes `finalMessage` (QoS 1, waiting up to 2 s for the broker's ack) when
+    /// connected, disconnects (so the broker does NOT publish the will), joins the network thread,
+    /// and finishes `events` (buffered events are still delivered, then `nil`). Blocks the caller
+    /// until done: about a second at most, plus up to 2 s waiting for the final message's ack.
+    /// Idempotent.
+    public func stop(finalMessage: (topic: String, payload: [UInt8], retain: Bool)? = nil) {
+        connection.stop(finalMessage: finalMessage)
+    }
+}
+
+/// libmosquitto wants `mosquitto_lib_init` once per process before anything else; a global `let`
+/// is initialised lazily and exactly once, from whichever thread gets there first.
+private let libraryInitialized: Int32 = mosquitto_lib_init()
+
+/// `MQTT_PROP_MESSAGE_EXPIRY_INTERVAL` from <mqtt_protocol.h>, which <mosquitto.h> 2.0 does not include.
+private let messageExpiryIntervalProperty: Int32 = 2
+
+/// `SSL_VERIFY_NONE` from OpenSSL, for `mosquitto_tls_opts_set` (the default is `SSL_VERIFY_PEER`).
+private let sslVerifyNone: Int32 = 0
+
+/// How long `stop(finalMessage:)` waits for the broker to acknowledge the final message.
+private let finalMessageTimeout = DispatchTimeInterval.seconds(2)
+
+/// The longest the network thread sits in `select()`; bounds how late it notices `stop()` while a
+/// connect is pending. Publishes and disconnects wake it at once through libmosquitto's socket pair.
+private let loopTimeoutMilliseconds: Int32 = 1000
+
+private let success = MOSQ_ERR_SUCCESS.rawValue
+
+/// Owns the `struct mosquitto` handle; libmosquitto's callbacks find it through the userdata pointer.
+///
+/// A separate object from `MQTTClient` so that the client's `deinit` can stop the network thread
+/// while this object (the one the callbacks point at, unretained) is still fully alive.
+///
+/// `@unchecked Sendable`: the one non-Sendable stored property is the `OpaquePointer` handle.
+/// In threaded mode (`mosquitto_threaded_set`) libmosquitto guards publish/subscribe/disconnect with
+/// its own mutexes, so those are called from any thread; connect and the loop run only on our
+/// network thread; set-up and destroy run in `init`/`deinit` when no other thread uses the handle.
+/// All Swift state is behind `Mutex`es.
+final class Connection: @unchecked Sendable {
+    let handle: OpaquePointer
+    let options: MQTTOptions
+    let subscriptions: [String]
+    let qos: Int32
+    let events: MQTTEvents
+
+    private enum Phase { case created, started(pthread_t), stopped }
+
+    private struct State {
+        var connected = false
+        var lastError: MQTTError?
+        /// A refused CONNACK was just reported; the disconnect libmosquitto reports next is the same failure.
+        var refusalPending = false
+        /// The last error libmosquitto logged: OpenSSL's reason for a failed handshake lives only there.
+        var lastLoggedError: String?
+        /// Message IDs acknowledged while `stop` waits for its final message.
+        var collectAcks = false
+        var ackedMids: [Int32] = []
+        /// Set by `stop`; the network thread disconnects and ends when it sees it.
+        var stopRequested = false
+        /// A CONNACK accepted us since the last backoff: the next retry starts from the minimum delay.
+        var connectedSinceBackoff = false
+        /// on_disconnect ran during the current connection attempt.
+        var disconnectCalledBack = false
+    }
+
+    /// Serialises start and stop. Never taken by callbacks.
+    private let lifecycle = Mutex(Phase.created)
+    /// What the callbacks update; held only briefly, never across a libmosquitto call.
+    private let state = Mutex(State())
+    private let acked = DispatchSemaphore(value: 0)
+    /// Cuts the backoff sleep short when `stop` is called.
+    private let wake = DispatchSemaphore(value: 0)
+
+    init(options: MQTTOptions, subscriptions: [String], qos: Int, bufferCapacity: Int) throws {
+        handle = try Self.makeHandle(options)
+        self.options = options
+        self.subscriptions = subscriptions
+        self.qos = Int32(qos)
+        events = MQTTEvents(capacity: bufferCapacity)
+        // Unretained: callbacks run only on the network thread, which holds a strong reference to
+        // us for as long as it runs (see `start`).
+        mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    deinit {
+        mosquitto_user_data_set(handle, nil)  // nothing may call back into a dying object
+        mosquitto_destroy(handle)
+    }
+
+    var isConnected: Bool { state.withLock { $0.connected } }
+    var lastError: MQTTError? { state.withLock { $0.lastError } }
+
+    // MARK: Set-up
+
+    /// Creates and configures the handle; destroys it again if any step fails.
+    private static func makeHandle(_ options: MQTTOptions) throws -> OpaquePointer {
+        guard libraryInitialized == success else {
+            throw MQTTError.library(call: "mosquitto_lib_init", message: mosquittoErrorText(libraryInitialized))
+        }
+        // Clean session: every connect re-subscribes anyway, and a meter's retained value arrives again.
+        let created = options.clientID.isEmpty
+            ? mosquitto_new(nil, true, nil)
+            : options.clientID.withCString { mosquitto_new($0, true, nil) }
+        guard let handle = created else {
+            throw MQTTError.library(call: "mosquitto_new", message: String(cString: strerror(errno)))
+        }
+        do {
+            try configure(handle, options)
+            installCallbacks(handle)
+            return handle
+        } catch {
+            mosquitto_destroy(handle)
+            throw error
+        }
+    }
+
+    private static func configure(_ handle: OpaquePointer, _ options: MQTTOptions) throws {
+        func check(_ rc: Int32, _ call: String) throws {
+            if rc != success { throw MQTTError.library(call: call, message: mosquittoErrorText(rc)) }
+        }
+        if options.protocolVersion == .v5 {
+            try check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5), "mosquitto_int_option(PROTOCOL_VERSION)")
+        }
+        if let username = options.username {
+            try check(withOptionalCString(options.password) { password in
+                username.withCString { mosquitto_username_pw_set(handle, $0, password) }
+            }, "mosquitto_username_pw_set")
+        }
+        if let will = options.will {
+            try check(will.payload.withUnsafeBytes { payload in
+                will.topic.withCString {
+                    mosquitto_will_set(handle, $0, Int32(payload.count), payload.baseAddress, Int32(will.qos), will.retain)
+                }
+            }, "mosquitto_will_set")
+        }
+        if let tls = options.tls {
+            let capath = tls.caFile == nil ? TLSOptions.systemCAPath : nil
+            let rc = withOptionalCString(tls.caFile) { cafile in
+                withOptionalCString(capath) { capath in
+                    withOptionalCString(tls.certFile) { certfile in
+                        withOptionalCString(tls.keyFile) { keyfile in
+                            // An encrypted key would make OpenSSL prompt on the terminal; a callback
+                            // that supplies no passphrase makes it fail at connect instead.
+                            mosquitto_tls_set(handle, cafile, capath, certfile, keyfile) { _, _, _, _ in 0 }
+                        }
+                    }
+                }
+            }
+            if rc != success {
+                throw MQTTError.invalidOptions("TLS files rejected by libmosquitto: \(mosquittoErrorText(rc))")
+            }
+            if tls.insecure {
+                try check(mosquitto_tls_opts_set(handle, sslVerifyNone, nil, nil), "mosquitto_tls_opts_set")
+                try check(mosquitto_tls_insecure_set(handle, true), "mosquitto_tls_insecure_set")
+            }
+        }
+        // Our own thread drives the loop: libmosquitto must lock its queues and wake the loop
+        // (socket pair) when another thread publishes.
+        try check(mosquitto_threaded_set(handle, true), "mosquitto_threaded_set")
+    }
+
+    /// The C callbacks capture nothing: each finds its `Connection` through the userdata pointer.
+    /// The `_v5` variants are used for both protocol versions (properties are NULL under 3.1.1).
+    private static func installCallbacks(_ handle: OpaquePointer) {
+        mosquitto_connect_v5_callback_set(handle) { _, userdata, code, _, _ in
+            Connection.owner(userdata)?.didConnect(code: code)
+        }
+        mosquitto_disconnect_v5_callback_set(handle) { _, userdata, code, _ in
+            Connection.owner(userdata)?.didDisconnect(code: code)
+        }
+        mosquitto_message_v5_callback_set(handle) { _, userdata, message, properties in
+            if let message { Connection.owner(userdata)?.didReceive(message, properties: properties) }
+        }
+        mosquitto_publish_v5_callback_set(handle) { _, userdata, mid, _, _ in
+            Connection.owner(userdata)?.didPublish(mid: mid)
+        }
+        mosquitto_log_callback_set(handle) { _, userdata, level, text in
+            if level & MOSQ_LOG_ERR != 0, let text { Connection.owner(userdata)?.didLogError(String(cString: text)) }
+        }
+    }
+
+    fileprivate static func owner(_ userdata: UnsafeMutableRawPointer?) -> Connection? {
+        userdata.map { Unmanaged<Connection>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    // MARK: Lifecycle
+
+    func start() throws {
+        try lifecycle.withLock { phase in
+            guard case .created = phase else { throw MQTTError.notRestartable }
+            var thread = pthread_t()
+            // The thread holds a strong reference until it ends; `stop` joins it.
+            let context = Unmanaged.passRetained(self).toOpaque()
+            let rc = pthread_create(&thread, nil, { context in
+                let connection = Unmanaged<Connection>.fromOpaque(context!).takeRetainedValue()
+                connection.runNetworkLoop()
+                return nil
+            }, context)
+            guard rc == 0 else {
+                Unmanaged<Connection>.fromOpaque(context).release()
+                throw MQTTError.library(call: "pthread_create", message: String(cString: strerror(rc)))
+            }
+            phase = .started(thread)
+        }
+    }
+
+    func stop(finalMessage: (topic: String, payload: [UInt8], retain: Bool)?) {
+        lifecycle.withLock { phase in
+            defer { phase = .stopped }
+            // First: wakes a network thread blocked on a full buffer, so it can send and disconnect.
+            events.finish()
+            guard case .started(let thread) = phase else { return }
+            if let finalMessage, isConnected { publishAndWait(finalMessage) }
+            let connected = state.withLock { s in
+                s.stopRequested = true
+                return s.connected
+            }
+            wake.signal()
+            // Connected: the thread sits in select(); queueing DISCONNECT wakes it. Otherwise it is
+            // in its backoff sleep (woken above) or a pending connect (notices within a second).
+            if connected { mosquitto_disconnect(handle) }
+            pthread_join(thread, nil)
+            state.withLock { $0.connected = false }
+        }
+    }
+
+    private var stopRequested: Bool { state.withLock { $0.stopRequested } }
+
+    /// The network thread: connect, run the loop until the connection ends, back off, repeat, until
+    /// `stop`. Every failure is retried; libmosquitto's callbacks report what happened.
+    private func runNetworkLoop() {
+        var failures = 0
+        while !stopRequested {
+            let rc = options.host.withCString {
+                mosquitto_connect_async(handle, $0, Int32(options.port), Int32(options.keepaliveSeconds))
+            }
+            let connectErrno = errno
+            if rc == success {
+                state.withLock { $0.disconnectCalledBack = false }
+                var loop = success
+                var loopErrno: Int32 = 0
+                while loop == success && !stopRequested {
+                    loop = mosquitto_loop(handle, loopTimeoutMilliseconds, 1)
+                    loopErrno = errno
+                }
+                // libmosquitto ends some attempts without calling on_disconnect (a failed TLS
+                // handshake): report those here.
+                if loop != success && !stopRequested && !state.withLock({ $0.disconnectCalledBack }) {
+                    reportFailedAttempt(code: loop, errnoValue: loopErrno)
+                }
+            } else {
+                // Failed before any callback could (refused, unresolvable host).
+                reportFailedAttempt(code: rc, errnoValue: connectErrno)
+            }
+            if stopRequested { break }
+            if state.withLock({ s in defer { s.connectedSinceBackoff = false }; return s.connectedSinceBackoff }) { failures = 0 }
+            _ = wake.wait(timeout: .now() + .seconds(backoff(afterFailures: failures)))
+            failures += 1
+        }
+        // Orderly end: DISCONNECT (so the broker does not publish the will), written before we leave.
+        if mosquitto_socket(handle) != -1 {
+            mosquitto_disconnect(handle)
+            for _ in 0..<20 where mosquitto_socket(handle) != -1 {
+                _ = mosquitto_loop(handle, 100, 1)
+            }
+        }
+    }
+
+    /// `min`, then doubling per failed attempt, capped at `max` (seconds).
+    private func backoff(afterFailures failures: Int) -> Int {
+        var delay = options.reconnectDelay.min
+        for _ in 0..<failures where delay < options.reconnectDelay.max { delay *= 2 }
+        return min(delay, options.reconnectDelay.max)
+    }
+
+    private func reportFailedAttempt(code: Int32, errnoValue: Int32) {
+        let detail = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errnoValue)) : mosquittoErrorText(code)
+        let logged = state.withLock { s in
+            defer { s.lastLoggedError = nil }
+            return s.lastLoggedError
+        }
+        report(.connectionFailed("\(options.host):\(options.port): \(detail)\(Self.explain(logged))"), wasConnected: false)
+    }
+
+    /// The useful part of an error libmosquitto logged, e.g. OpenSSL's
+    /// "OpenSSL Error[0]: error:0A000086:SSL routines::certificate verify failed" → " (certificate verify failed)".
+    private static func explain(_ logged: String?) -> String {
+        guard let logged else { return "" }
+        let reason = logged.ranges(of: "::").last.map { String(logged[$0.upperBound...]) } ?? logged
+        return " (\(reason))"
+    }
+
+    func publish(topic: String, payload: [UInt8], qos: Int, retain: Bool) throws {
+        do {
+            try Topic.validatePublish(topic, what: "topic")
+            try Topic.validateQoS(qos, what: "qos")
+        } catch {
+            throw MQTTError.publishFailed(topic: topic, reason: error.description)
+        }
+        // The MQTT maximum; libmosquitto would say MOSQ_ERR_PAYLOAD_SIZE.
+        guard payload.count <= 268_435_455 else {
+            throw MQTTError.publishFailed(topic: topic, reason: "payload of \(payload.count) bytes is too large")
+        }
+        let rc = rawPublish(topic: topic, payload: payload, qos: Int32(qos), retain: retain, mid: nil)
+        if rc != success { throw MQTTError.publishFailed(topic: topic, reason: mosquittoErrorText(rc)) }
+    }
+
+    private func rawPublish(topic: String, payload: [UInt8], qos: Int32, retain: Bool, mid: UnsafeMutablePointer<Int32>?) -> Int32 {
+        payload.withUnsafeBytes { bytes in
+            topic.withCString { mosquitto_publish(handle, mid, $0, Int32(bytes.count), bytes.baseAddress, qos, retain) }
+        }
+    }
+
+    /// Publishes at QoS 1 and waits (bounded) for the PUBACK, so a final "offline" is really stored
+    /// by the broker before we disconnect.
+    private func publishAndWait(_ message: (topic: String, payload: [UInt8], retain: Bool)) {
+        state.withLock { $0.collectAcks = true; $0.ackedMids = [] }
+        defer { state.withLock { $0.collectAcks = false; $0.ackedMids = [] } }
+        var mid: Int32 = 0
+        guard rawPublish(topic: message.topic, payload: message.payload, qos: 1, retain: message.retain, mid: &mid) == success else { return }
+        let deadline = DispatchTime.now() + finalMessageTimeout
+        while !state.withLock({ $0.ackedMids.contains(mid) }) {
+            if acked.wait(timeout: deadline) == .timedOut { return }
+        }
+    }
+
+    // MARK: Callbacks (on the network thread, from inside mosquitto_connect_async / mosquitto_loop)
+
+    private func didConnect(code: Int32) {
+        guard code == 0 else {
+            // MQTT 3.1.1 CONNACK return codes and MQTT 5 reason codes are different tables.
+            let text = options.protocolVersion == .v5 ? mosquitto_reason_string(code) : mosquitto_connack_string(code)
+            report(.connectionRefused(code: Int(code), reason: text.map { String(cString: $0) } ?? "unknown reason"),
+                   wasConnected: false, isRefusal: true)
+            return
+        }
+        state.withLock { s in
+            s.connected = true
+            s.connectedSinceBackoff = true
+            s.lastError = nil
+            s.lastLoggedError = nil
+        }
+        // Clean session: the broker forgot our subscriptions; ask again on every connect. Sent before
+        // `.connected` is visible. A failure here means the connection is already going down, and
+        // the next connect subscribes again.
+        for filter in subscriptions {
+            _ = filter.withCString { mosquitto_subscribe(handle, nil, $0, qos) }
+        }
+        events.push(.connected)
+    }
+
+    private func didDisconnect(code: Int32) {
+        let (wasConnected, skip, logged) = state.withLock { s in
+            defer {
+                s.connected = false
+                s.refusalPending = false
+                s.lastLoggedError = nil
+                s.disconnectCalledBack = true
+            }
+            return (s.connected, s.refusalPending, s.lastLoggedError)
+        }
+        if skip { return }  // the refusal already said why
+        if code == success {
+            // Our own mosquitto_disconnect (stop); `events` is already finished then.
+            if wasConnected { events.push(.disconnected(reason: "disconnected by the client")) }
+            return
+        }
+        let reason: String
+        if code >= 128, let text = mosquitto_reason_string(code) {
+            // MQTT 5: the broker sent DISCONNECT with a reason code (session taken over, shutting down, ...).
+            reason = "broker disconnected us: \(String(cString: text))"
+        } else {
+            reason = mosquittoErrorText(code)
+        }
+        report(.connectionFailed("\(options.host):\(options.port): \(reason)\(Self.explain(logged))"), wasConnected: wasConnected)
+    }
+
+    /// Records a failure and reports it, unless it repeats the failure already reported since the
+    /// last successful connect (retries come every few seconds; one event per cause is enough).
+    private func report(_ error: MQTTError, wasConnected: Bool, isRefusal: Bool = false) {
+        let isNew = state.withLock { s in
+            defer {
+                s.lastError = error
+                s.refusalPending = isRefusal
+            }
+            return wasConnected || s.lastError != error
+        }
+        if isNew { events.push(.disconnected(reason: error.description)) }
+    }
+
+    private func didReceive(_ message: UnsafePointer<mosquitto_message>, properties: OpaquePointer?) {
+        let m = message.pointee
+        // Copy now: libmosquitto frees topic and payload when this callback returns.
+        let topic = m.topic.map { String(cString: $0) } ?? ""
+        let payload: [UInt8] = if let bytes = m.payload, m.payloadlen > 0 {
+            Array(UnsafeRawBufferPointer(start: bytes, count: Int(m.payloadlen)))
+        } else {
+            []
+        }
+        var expiry: UInt32 = 0
+        let hasExpiry = properties != nil
+            && mosquitto_property_read_int32(properties, messageExpiryIntervalProperty, &expiry, false) != nil
+        events.push(.message(MQTTMessage(
+            topic: topic, payload: payload, retained: m.retain, messageExpirySeconds: hasExpiry ? expiry : nil)))
+    }
+
+    private func didPublish(mid: Int32) {
+        let wanted = state.withLock { s in
+            if s.collectAcks { s.ackedMids.append(mid) }
+            return s.collectAcks
+        }
+        if wanted { acked.signal() }
+    }
+
+    private func didLogError(_ text: String) {
+        state.withLock { $0.lastLoggedError = text }
+    }
+}
+
+/// `withCString` for an optional string: `nil` stays a NULL pointer.
+private func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let string else { return body(nil) }
+    return string.withCString { body($0) }
+}

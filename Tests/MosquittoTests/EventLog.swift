@@ -1,0 +1,58 @@
+import Mosquitto
+import Synchronization
+
+/// Collects a client's events on a background task, so a test can wait for one with a timeout
+/// without cancelling (and so losing) a pending `next()`. Nothing here can hang a test.
+final class EventLog: Sendable {
+    private final class Storage: Sendable {
+        let state = Mutex<(events: [MQTTEvent], consumed: Int)>(([], 0))
+    }
+    private let storage = Storage()
+
+    init(_ events: MQTTEvents) {
+        Task { [storage] in
+            for await event in events { storage.state.withLock { $0.events.append(event) } }
+        }
+    }
+
+    /// Every event seen so far, consumed or not.
+    var all: [MQTTEvent] { storage.state.withLock { $0.events } }
+
+    /// The next event in order that matches `predicate`; the ones skipped on the way are consumed.
+    /// `nil` when none arrives within `timeout`.
+    func next(timeout: Duration = .seconds(5), where predicate: (MQTTEvent) -> Bool = { _ in true }) async -> MQTTEvent? {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while true {
+            let found: MQTTEvent? = storage.state.withLock { s in
+                while s.consumed < s.events.count {
+                    let event = s.events[s.consumed]
+                    s.consumed += 1
+                    if predicate(event) { return event }
+                }
+                return nil
+            }
+            if let found { return found }
+            if clock.now >= deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    func nextMessage(timeout: Duration = .seconds(5)) async -> MQTTMessage? {
+        guard case .message(let message)? = await next(timeout: timeout, where: { if case .message = $0 { true } else { false } })
+        else { return nil }
+        return message
+    }
+
+    func nextConnected(timeout: Duration = .seconds(5)) async -> Bool {
+        await next(timeout: timeout, where: { $0 == .connected }) != nil
+    }
+
+    /// The reason of the next `.disconnected`, or `nil` on timeout.
+    func nextDisconnect(timeout: Duration = .seconds(5)) async -> String? {
+        guard case .disconnected(let reason)? = await next(timeout: timeout, where: {
+            if case .disconnected = $0 { true } else { false }
+        }) else { return nil }
+        return reason
+    }
+}

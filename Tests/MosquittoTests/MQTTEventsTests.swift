@@ -1,0 +1,149 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Mosquitto
+
+/// The buffer between the network thread and the consumer, on its own: no broker.
+/// Producers run on dedicated threads (as the client's network thread does), never on the
+/// dispatch or cooperative pools: a producer blocked there would starve the consumer's task.
+@Suite(.timeLimit(.minutes(1)))
+struct MQTTEventsTests {
+    static func message(_ n: Int) -> MQTTEvent {
+        .message(MQTTMessage(topic: "t/\(n)", payload: [UInt8(n % 256)]))
+    }
+
+    /// Pushes `count` events from its own thread; `count` tells how many pushes have returned.
+    final class Producer: Sendable {
+        let pushed = Atomic<Int>(0)
+        let results = Mutex<[Bool]>([])
+        let total: Int
+
+        init(into events: MQTTEvents, count: Int) {
+            total = count
+            Thread.detachNewThread { [self] in
+                for n in 0..<count {
+                    let accepted = events.push(MQTTEventsTests.message(n))
+                    results.withLock { $0.append(accepted) }
+                    pushed.add(1, ordering: .sequentiallyConsistent)
+                }
+            }
+        }
+
+        var count: Int { pushed.load(ordering: .sequentiallyConsistent) }
+
+        /// Waits (bounded) until every push has returned.
+        func finished() async -> Bool { await waitFor(total) }
+
+        /// Waits (bounded) until `count` pushes have returned.
+        func waitFor(_ expected: Int, timeout: Duration = .seconds(5)) async -> Bool {
+            let clock = ContinuousClock()
+            let deadline = clock.now + timeout
+            while count < expected && clock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+            return count >= expected
+        }
+    }
+
+    @Test("order is preserved through a full buffer", arguments: [1, 3, 64, 1024])
+    func orderPreserved(capacity: Int) async {
+        let events = MQTTEvents(capacity: capacity)
+        let total = 2_000
+        _ = Producer(into: events, count: total)
+        var received: [MQTTEvent] = []
+        var iterator = events.makeAsyncIterator()
+        while received.count < total, let event = await iterator.next() { received.append(event) }
+        #expect(received == (0..<total).map(Self.message))
+        #expect(events.bufferedCount == 0)
+    }
+
+    @Test("a full buffer blocks the producer until the consumer takes one")
+    func capacityRespected() async {
+        let events = MQTTEvents(capacity: 3)
+        let producer = Producer(into: events, count: 5)
+        #expect(await producer.waitFor(3))
+        // Give a producer that ignored the capacity every chance to show it.
+        try? await Task.sleep(for: .milliseconds(200))
+        #expect(producer.count == 3)
+        #expect(events.bufferedCount == 3)
+
+        var iterator = events.makeAsyncIterator()
+        #expect(await iterator.next() == Self.message(0))
+        #expect(await producer.waitFor(4))
+        try? await Task.sleep(for: .milliseconds(100))
+        #expect(producer.count == 4)
+        #expect(events.bufferedCount == 3)
+
+        for n in 1..<5 { #expect(await iterator.next() == Self.message(n)) }
+        #expect(await producer.finished())
+        #expect(events.bufferedCount == 0)
+    }
+
+    @Test("finish: buffered events drain, then nil; a blocked producer wakes and its event is dropped")
+    func finishWakesProducerAndDrains() async {
+        let events = MQTTEvents(capacity: 2)
+        let producer = Producer(into: events, count: 3)
+        #expect(await producer.waitFor(2))
+        try? await Task.sleep(for: .milliseconds(50))
+        #expect(producer.count == 2)  // the third push is blocked
+
+        events.finish()
+        #expect(await producer.finished())
+        #expect(producer.results.withLock { $0 } == [true, true, false])
+
+        var iterator = events.makeAsyncIterator()
+        #expect(await iterator.next() == Self.message(0))
+        #expect(await iterator.next() == Self.message(1))
+        #expect(await iterator.next() == nil)
+        #expect(await iterator.next() == nil)
+        #expect(events.push(Self.message(9)) == false)
+    }
+
+    @Test("finish wakes a waiting consumer with nil")
+    func finishWakesConsumer() async {
+        let events = MQTTEvents(capacity: 4)
+        let consumer = Task { await events.next() }
+        try? await Task.sleep(for: .milliseconds(50))
+        events.finish()
+        #expect(await consumer.value == nil)
+    }
+
+    @Test("an event pushed while the consumer waits is handed over directly")
+    func handOffToWaitingConsumer() async {
+        let events = MQTTEvents(capacity: 1)
+        let consumer = Task { await events.next() }
+        try? await Task.sleep(for: .milliseconds(50))
+        #expect(events.push(Self.message(7)))
+        #expect(await consumer.value == Self.message(7))
+        #expect(events.bufferedCount == 0)
+    }
+
+    @Test("cancelling a waiting consumer returns nil and the sequence keeps working")
+    func cancellation() async {
+        let events = MQTTEvents(capacity: 4)
+        let consumer = Task { await events.next() }
+        try? await Task.sleep(for: .milliseconds(50))
+        consumer.cancel()
+        #expect(await consumer.value == nil)
+        #expect(events.push(Self.message(1)))
+        #expect(await events.next() == Self.message(1))
+    }
+
+    @Test("a consumer already cancelled before it waits returns nil at once")
+    func cancelledBeforeWaiting() async {
+        let events = MQTTEvents(capacity: 4)
+        let consumer = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await events.next()
+        }
+        #expect(await consumer.value == nil)
+    }
+
+    @Test("for-await ends after finish")
+    func forAwaitEnds() async {
+        let events = MQTTEvents(capacity: 8)
+        for n in 0..<5 { events.push(Self.message(n)) }
+        events.finish()
+        var count = 0
+        for await _ in events { count += 1 }
+        #expect(count == 5)
+    }
+}
