@@ -1,11 +1,14 @@
 import FlowCore
+import Glibc
 
 /// How flowbridge reaches the broker (`mqtt:` in the config). Secrets are never inline-only: the
 /// password comes from a file (a systemd credential) or an environment variable.
 public struct MQTTSettings: Sendable, Equatable {
     public var host = "127.0.0.1"
     public var port = 1883
-    public var clientID = "flowbridge"
+    /// Unique per machine by default: two daemons with one ID would take each other's session
+    /// over on every reconnect, and each takeover fires the will ("offline").
+    public var clientID = "flowbridge-\(MQTTSettings.hostname)"
     public var keepaliveSeconds = 60
     public var username: String?
     public var passwordFile: String?
@@ -15,6 +18,12 @@ public struct MQTTSettings: Sendable, Equatable {
     public var tls: TLSSettings?
     /// flowbridge publishes `<prefix>/status` = online / offline (its last will).
     public var topicPrefix = "flowbridge"
+
+    static var hostname: String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "host" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 
     public struct TLSSettings: Sendable, Equatable {
         /// nil: the system's certificate store.

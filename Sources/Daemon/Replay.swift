@@ -80,6 +80,11 @@ public struct Replay {
 
     /// `{"t": "...", "widget": "power", "patch": {"content": …}}`, time in the configured zone.
     public func pushLine(widget: String, at: Date, patch: JSONValue) -> String {
+        Self.pushLine(widget: widget, at: at, patch: patch, zone: zone)
+    }
+
+    /// The NDJSON line of one push, shared by replay and the daemon's stdout sink.
+    public static func pushLine(widget: String, at: Date, patch: JSONValue, zone: any LocalTimeZone) -> String {
         let time = RFC3339.format(at, utcOffsetSeconds: zone.utcOffsetSeconds(at: at))
         return JSONValue.object(["t": .string(time), "widget": .string(widget), "patch": ["content": patch]]).description
     }

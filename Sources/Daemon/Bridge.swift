@@ -1,0 +1,110 @@
+import FlowCore
+import FoundationEssentials
+import Glibc
+import Mosquitto
+import Synchronization
+
+/// The running daemon's state: the engine, where its pushes go, and when the state was last saved.
+/// MQTT messages (from the client's event loop) and clock ticks (from a timer task) both come here;
+/// one lock serializes them, so the engine stays a plain value.
+final class Bridge: Sendable {
+    struct State {
+        var engine: FlowEngine
+        var zone: any LocalTimeZone
+        var output = OutputBuffer()
+        var lastSave: Date?
+        var dirty = false
+    }
+
+    let state: Mutex<State>
+    let store: StateStore
+    let log: Logger
+
+    init(engine: FlowEngine, zone: any LocalTimeZone, store: StateStore, log: Logger) {
+        state = Mutex(State(engine: engine, zone: zone))
+        self.store = store
+        self.log = log
+    }
+
+    /// Builds the engine for `config` and restores the saved day into it.
+    static func engine(for config: DaemonConfig, zone: any LocalTimeZone, store: StateStore, log: Logger) -> FlowEngine {
+        var engine = FlowEngine(config: config.flow, zone: zone)
+        switch store.load() {
+        case .none:
+            log.log(.info, "no saved state at \(store.path): starting the day fresh")
+        case .state(let saved):
+            do {
+                try engine.restore(saved)
+                log.log(.info, "continuing the day \(engine.day?.description ?? "?") from \(store.path)")
+            } catch {
+                let kept = store.keepAside()
+                log.log(.warning, "state \(store.path) cannot be used (\(error)); \(kept.map { "kept as \($0), " } ?? "")starting a fresh day")
+            }
+        case .corrupt(let reason, let keptAt):
+            log.log(.warning, "state \(store.path) is unreadable (\(reason)); \(keptAt.map { "kept as \($0), " } ?? "")starting a fresh day")
+        }
+        return engine
+    }
+
+    func receive(_ message: MQTTMessage, at now: Date) {
+        state.withLock { state in
+            let outputs = state.engine.tick(through: now)
+                + state.engine.receive(
+                    topic: message.topic, payload: message.payload, at: now,
+                    retained: message.retained && message.messageExpirySeconds == nil)
+            state.dirty = true
+            emit(outputs, into: &state)
+            state.output.flush()
+        }
+    }
+
+    /// Lets time pass: deadlines, and a save of the state at most every `saveInterval`.
+    func tick(at now: Date, saveInterval: Double = 5) {
+        state.withLock { state in
+            emit(state.engine.tick(through: now), into: &state)
+            state.output.flush()
+            if state.dirty, state.lastSave.map({ now.timeIntervalSince($0) >= saveInterval || now < $0 }) ?? true {
+                save(&state, at: now)
+            }
+        }
+    }
+
+    /// Swaps in a new engine (a reloaded config), carrying the day over through a snapshot.
+    func replaceEngine(config: DaemonConfig, zone: any LocalTimeZone) throws(StateError) {
+        try state.withLock { state throws(StateError) in
+            var engine = FlowEngine(config: config.flow, zone: zone)
+            try engine.restore(state.engine.snapshot())
+            state.engine = engine
+            state.zone = zone
+        }
+    }
+
+    /// Writes the state now (at shutdown).
+    func flush(at now: Date) {
+        state.withLock { state in
+            state.output.flush()
+            save(&state, at: now)
+        }
+    }
+
+    private func save(_ state: inout State, at now: Date) {
+        do {
+            try store.save(state.engine.snapshot())
+            state.lastSave = now
+            state.dirty = false
+        } catch {
+            log.log(.error, "cannot write the state: \(error)")
+        }
+    }
+
+    private func emit(_ outputs: [FlowEngine.Output], into state: inout State) {
+        for output in outputs {
+            switch output {
+            case .push(let widget, let at, let push):
+                state.output.line(Replay.pushLine(widget: widget, at: at, patch: push.patch, zone: state.zone))
+            case .diagnostic(let diagnostic):
+                log.log(diagnostic)
+            }
+        }
+    }
+}

@@ -1,0 +1,166 @@
+import Dispatch
+import FlowCore
+import FoundationEssentials
+import Glibc
+import Mosquitto
+
+/// `flowbridge run`: the daemon. It subscribes to every source's topic, feeds the engine with the
+/// wall clock, ticks it every second (staleness, trailing pushes, midnight, state saves), and
+/// shuts down gracefully on SIGTERM/SIGINT: state flushed, `offline` published, exit 0. A second
+/// signal exits at once. SIGHUP reloads the config; a broken one is reported and the old one runs on.
+struct RunCommand {
+    let configPath: String
+    let log: Logger
+
+    func run() async -> Int32 {
+        guard var config = Commands.loadConfig(configPath) else { return Commands.configError }
+        let zone = Commands.zone(of: config)
+        let store = StateStore(path: config.stateFile ?? StateStore.defaultPath())
+        let bridge = Bridge(engine: Bridge.engine(for: config, zone: zone, store: store, log: log), zone: zone, store: store, log: log)
+        let client: MQTTClient
+        do {
+            client = try MQTTClient(options: try mqttOptions(config.mqtt), subscriptions: subscriptions(of: config), qos: 1)
+            try client.start()
+        } catch {
+            log.log(.error, "cannot start the MQTT client: \(error)")
+            return Commands.configError
+        }
+        let status = "\(config.mqtt.topicPrefix)/status"
+        let notifier = SystemdNotifier()
+        let signals = SignalEvents([SIGTERM, SIGINT, SIGHUP])
+        log.log(.info, "flowbridge started: \(config.flow.sources.count) sources, broker \(config.mqtt.host):\(config.mqtt.port), day in \(zone.identifier)")
+
+        let started = config  // what the tasks read; a reload only swaps the engine
+        await withTaskGroup(of: Void.self) { group in
+            // MQTT events, in order; awaiting each keeps the client's bounded buffer meaningful.
+            group.addTask {
+                var ready = false
+                for await event in client.events {
+                    switch event {
+                    case .message(let message):
+                        bridge.receive(message, at: Date())
+                    case .connected:
+                        log.log(.info, "connected to \(started.mqtt.host):\(started.mqtt.port), subscribed to \(client.subscriptions.count) topics")
+                        try? client.publish(topic: status, payload: Array("online".utf8), qos: 1, retain: true)
+                        if !ready {
+                            notifier.notify("READY=1\nSTATUS=connected")
+                            ready = true
+                        }
+                    case .disconnected(let reason):
+                        log.log(.warning, "broker connection: \(reason); reconnecting")
+                    }
+                }
+            }
+            // The clock: deadlines, state saves, the watchdog, Victron keepalives.
+            group.addTask {
+                var second = 0
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(1))
+                    bridge.tick(at: Date())
+                    second += 1
+                    if notifier.watchdogInterval != nil { notifier.notify("WATCHDOG=1") }
+                    for keepalive in started.keepalives where second % max(1, Int(keepalive.intervalSeconds)) == 0 {
+                        try? client.publish(topic: keepalive.topic, payload: [], qos: 0, retain: false)
+                    }
+                }
+            }
+            // Signals: the first TERM/INT stops gracefully, a second one at once; HUP reloads.
+            var stopping = false
+            for await signal in signals.stream {
+                if signal == SIGHUP {
+                    reload(into: bridge, current: &config)
+                    continue
+                }
+                if stopping {
+                    log.log(.warning, "second signal \(signal): exiting at once")
+                    exit(1)
+                }
+                stopping = true
+                log.log(.info, "signal \(signal): stopping")
+                notifier.notify("STOPPING=1")
+                // Stop in the background so that a second signal is still heard meanwhile.
+                group.addTask {
+                    bridge.flush(at: Date())
+                    client.stop(finalMessage: (topic: status, payload: Array("offline".utf8), retain: true))
+                    signals.finish()
+                }
+            }
+            group.cancelAll()
+        }
+        bridge.flush(at: Date())
+        log.log(.info, "stopped; state written to \(store.path)")
+        return 0
+    }
+
+    /// Every source's topic filter, once.
+    func subscriptions(of config: DaemonConfig) -> [String] {
+        var seen: Set<String> = []
+        return config.flow.sources.map(\.topic.description).filter { seen.insert($0).inserted }
+    }
+
+    func mqttOptions(_ settings: MQTTSettings) throws -> MQTTOptions {
+        MQTTOptions(
+            host: settings.host, port: settings.port, clientID: settings.clientID, keepaliveSeconds: settings.keepaliveSeconds,
+            username: settings.username, password: try password(settings),
+            tls: settings.tls.map { TLSOptions(caFile: $0.caFile, certFile: $0.certFile, keyFile: $0.keyFile, insecure: $0.insecure) },
+            protocolVersion: settings.mqtt5 ? .v5 : .v311,
+            will: Will(topic: "\(settings.topicPrefix)/status", payload: Array("offline".utf8), qos: 1, retain: true))
+    }
+
+    /// The broker password from its file (a systemd credential) or environment variable.
+    func password(_ settings: MQTTSettings) throws -> String? {
+        if let file = settings.passwordFile {
+            let path = file.hasPrefix("/") ? file : (getenv("CREDENTIALS_DIRECTORY").map { String(cString: $0) + "/" } ?? "") + file
+            var text = String(decoding: try FileIO.read(path), as: UTF8.self)
+            while text.last == "\n" || text.last == "\r" { text.removeLast() }
+            return text
+        }
+        if let name = settings.passwordEnv {
+            guard let value = getenv(name) else { throw FileError("$\(name)", errno: ENOENT) }
+            return String(cString: value)
+        }
+        return nil
+    }
+
+    /// SIGHUP: a new config takes over the engine (the day carries over); a broken one changes nothing.
+    func reload(into bridge: Bridge, current config: inout DaemonConfig) {
+        guard let fresh = Commands.loadConfig(configPath) else {
+            log.log(.error, "reload: \(configPath) is broken (see above); the running config stays")
+            return
+        }
+        if fresh.mqtt != config.mqtt || subscriptions(of: fresh) != subscriptions(of: config) {
+            log.log(.warning, "reload: broker settings or topics changed; they take effect at the next restart")
+        }
+        do {
+            try bridge.replaceEngine(config: fresh, zone: Commands.zone(of: fresh))
+            config = fresh
+            log.log(.info, "reload: \(configPath) loaded")
+        } catch {
+            log.log(.error, "reload: cannot carry the day over (\(error)); the running config stays")
+        }
+    }
+}
+
+/// Unix signals as an async sequence (Dispatch sources; the default actions are switched off).
+final class SignalEvents: @unchecked Sendable {
+    let stream: AsyncStream<Int32>
+    private let continuation: AsyncStream<Int32>.Continuation
+    /// Kept alive for as long as signals are wanted; set once in init, never mutated (hence unchecked).
+    private let sources: [DispatchSourceSignal]
+
+    /// Ends the sequence (the daemon has stopped).
+    func finish() { continuation.finish() }
+
+    init(_ numbers: [Int32]) {
+        let (stream, continuation) = AsyncStream<Int32>.makeStream()
+        self.stream = stream
+        self.continuation = continuation
+        sources = numbers.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            return source
+        }
+    }
+}

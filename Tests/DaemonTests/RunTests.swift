@@ -1,0 +1,236 @@
+import Daemon
+import FlowCore
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// `flowbridge run` against a real mosquitto started by the test on a free loopback port.
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+struct RunTests {
+    /// A running daemon: its combined output (NDJSON pushes and log lines) in a file.
+    final class Daemon {
+        let process: ChildProcess
+        let output: String
+        let folder: TemporaryFolder
+
+        init(config: String, folder: TemporaryFolder = TemporaryFolder(), environment: [String: String] = [:]) throws {
+            self.folder = folder
+            let path = try folder.write("config.yaml", config)
+            output = folder.url.appendingPathComponent("out.log").path
+            process = try ChildProcess(
+                Repository.binary, ["run", "--config", path, "--dry-run"], outputFile: output, environment: environment)
+        }
+
+        var text: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
+        var pushes: [JSONValue] { text.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? JSONValue(parsing: String($0)) } }
+
+        /// Waits until the output holds `text` (bounded).
+        func waitFor(_ needle: String, timeout: Duration = .seconds(10)) async -> Bool {
+            let clock = ContinuousClock()
+            let deadline = clock.now + timeout
+            while !text.contains(needle) {
+                if clock.now >= deadline || !process.isRunning { return text.contains(needle) }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return true
+        }
+
+        /// Peak resident memory (kB) so far.
+        var peakRSSKilobytes: Int? {
+            guard let status = try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8) else { return nil }
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+            return line.flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true)[1]) }
+        }
+    }
+
+    static func config(port: Int, state: String, extra: String = "") -> String {
+        """
+        mqtt: {host: 127.0.0.1, port: \(port), client_id: flowbridge-test\(extra)}
+        state_file: \(state)
+        sources:
+          solar: {topic: solar/ac/power, stale_after: 5m}
+          grid: {topic: "shellypro3em-abc/status/em:0", json: total_act_power}
+          battery: {topic: evcc/site/battery/power, invert: true}
+        widgets:
+          power:
+            template: flow
+            flow:
+              inputs: [{name: Solar, rate: solar, total: integrate}]
+              storage: {name: Battery, rate: battery}
+              exchange: {name: Grid, rate: grid, total: import}
+              output: {name: Home, rate: balance}
+            policy: {min_interval: 0s, rate_step: 1, rate_deadband: 0}
+        """
+    }
+
+    @Test func messagesInPatchesOutAndSIGTERMWritesStateAndOffline() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let state = folder.url.appendingPathComponent("state.json").path
+        let daemon = try Daemon(config: Self.config(port: broker.port, state: state), folder: folder)
+        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(try await broker.receive(topic: "flowbridge/status").first?.text == "online")
+        try await broker.publish(topic: "solar/ac/power", payload: "3200")
+        try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":-1400}"#)
+        try await broker.publish(topic: "evcc/site/battery/power", payload: "-800")
+        #expect(await daemon.waitFor(#""rate":1000"#), "\(daemon.text)")
+        let content = daemon.pushes.reduce(JSONValue.null) { MergePatch.apply($1["patch"]!["content"]!, to: $0) }
+        #expect(content["flow"]?["exchange"]?["rate"] == -1400)
+        #expect(content["flow"]?["storage"]?["rate"] == 800)
+        #expect(content["flow"]?["output"]?["rate"] == 1000)
+
+        daemon.process.send(SIGTERM)
+        #expect(await daemon.process.waitForExit(timeout: .seconds(3)))
+        #expect(daemon.process.exitCode == 0)
+        let saved = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
+        #expect(saved["readings"]?["grid"]?["value"] == -1400)
+        #expect(try await broker.receive(topic: "flowbridge/status").first?.text == "offline")
+    }
+
+    @Test func reconnectsAndResubscribesAfterTheBrokerRestarts() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let daemon = try Daemon(config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path), folder: folder)
+        #expect(await daemon.waitFor("connected to"))
+        try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":100}"#)
+        #expect(await daemon.waitFor(#""rate":100"#))
+        await broker.kill()
+        #expect(await daemon.waitFor("broker connection:"), "\(daemon.text)")
+        try await broker.restart()
+        // One SUBACK per topic (3) per connection: the second connection has subscribed.
+        #expect(await broker.waitForLog("Sending SUBACK to flowbridge-test", count: 6, timeout: .seconds(15)), "\(daemon.text)")
+        try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":-777}"#)
+        #expect(await daemon.waitFor(#""rate":-777"#), "\(daemon.text)")
+        daemon.process.send(SIGTERM)
+        #expect(await daemon.process.waitForExit(timeout: .seconds(3)))
+    }
+
+    @Test func aFloodOfGarbageNeitherCrashesNorGrowsMemory() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let daemon = try Daemon(config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path), folder: folder)
+        #expect(await daemon.waitFor("connected to"))
+        // 100,000 garbage payloads, published by one mosquitto_pub reading lines from a file.
+        let lines = (0..<100_000).map { index in ["nan", "{broken", "\"W\"", "1e999", "", "☀️", "-", "{\"total_act_power\":\"x\"}"][index % 8] }
+        let file = try folder.write("garbage.txt", lines.joined(separator: "\n") + "\n")
+        let before = daemon.peakRSSKilobytes ?? 0
+        let publisher = try ChildProcess(
+            "/usr/bin/mosquitto_pub", broker.clientArguments + ["-t", "shellypro3em-abc/status/em:0", "-l", "-q", "1"],
+            outputFile: folder.url.appendingPathComponent("pub.log").path, standardInput: file)
+        #expect(await publisher.waitForExit(timeout: .seconds(60)))
+        // A last good reading gets through, so everything before it was processed.
+        try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":4242}"#)
+        #expect(await daemon.waitFor(#""rate":4242"#, timeout: .seconds(60)), "\(daemon.text.suffix(2000))")
+        #expect(daemon.process.isRunning)
+        let after = daemon.peakRSSKilobytes ?? 0
+        print("garbage flood: peak RSS \(before) kB before, \(after) kB after 100,000 bad payloads")
+        #expect(after - before < 20_000)
+        // Rate-limited: a handful of log lines, not 100,000.
+        let logLines = daemon.text.split(separator: "\n").filter { $0.contains("source 'grid'") }
+        #expect(logLines.count >= 1 && logLines.count < 10)
+        daemon.process.send(SIGTERM)
+        #expect(await daemon.process.waitForExit(timeout: .seconds(3)))
+        #expect(daemon.process.exitCode == 0)
+    }
+
+    @Test func readyArrivesOnTheNotifySocketAfterTheFirstSubscription() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let socketPath = folder.url.appendingPathComponent("notify.sock").path
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in socketPath.utf8.enumerated() { buffer[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let daemon = try Daemon(
+            config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path), folder: folder,
+            environment: ["NOTIFY_SOCKET": socketPath])
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        let message = count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : ""
+        #expect(message.contains("READY=1"), "\(daemon.text)")
+        #expect(await broker.waitForLog("Sending SUBACK to flowbridge-test"))  // subscribed before READY
+        daemon.process.send(SIGTERM)
+        let stopping = recv(fd, &buffer, buffer.count, 0)
+        #expect(stopping > 0 && String(decoding: buffer[..<stopping], as: UTF8.self).contains("STOPPING=1"))
+        #expect(await daemon.process.waitForExit(timeout: .seconds(3)))
+    }
+
+    @Test func passwordFromAFileAndTLSWithItsCA() async throws {
+        let broker = try await MosquittoBroker(users: ["meter": "s3cret pass"], tls: true)
+        let tls = try #require(broker.tlsFiles)
+        let folder = TemporaryFolder()
+        let password = try folder.write("mqtt-password", "s3cret pass\n")
+        let extra = ", username: meter, password_file: \(password), tls: {ca_file: \(tls.caFile)}"
+        let daemon = try Daemon(config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path, extra: extra), folder: folder)
+        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":321}"#)
+        #expect(await daemon.waitFor(#""rate":321"#), "\(daemon.text)")
+        #expect(!daemon.text.contains("s3cret"))  // never logged
+        daemon.process.send(SIGTERM)
+        #expect(await daemon.process.waitForExit(timeout: .seconds(3)))
+
+        // The wrong CA: refused, and the log says why; nothing is received.
+        let wrong = TemporaryFolder()
+        let wrongExtra = ", username: meter, password_file: \(password), tls: {ca_file: \(tls.wrongCAFile)}"
+        let refused = try Daemon(config: Self.config(port: broker.port, state: wrong.url.appendingPathComponent("s.json").path, extra: wrongExtra), folder: wrong)
+        #expect(await refused.waitFor("certificate verify failed"), "\(refused.text)")
+        #expect(!refused.text.contains("connected to"))
+        refused.process.send(SIGTERM)
+        #expect(await refused.process.waitForExit(timeout: .seconds(3)))
+        #expect(refused.process.exitCode == 0)
+    }
+
+    @Test func sighupReloadsAndABrokenConfigKeepsTheOldOne() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let state = folder.url.appendingPathComponent("s.json").path
+        let daemon = try Daemon(config: Self.config(port: broker.port, state: state), folder: folder)
+        #expect(await daemon.waitFor("connected to"))
+        let path = folder.url.appendingPathComponent("config.yaml").path
+        _ = try folder.write("config.yaml", "sources: [broken")
+        daemon.process.send(SIGHUP)
+        #expect(await daemon.waitFor("the running config stays"), "\(daemon.text)")
+        try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":250}"#)
+        #expect(await daemon.waitFor(#""rate":250"#))
+        // A good config with a new label takes over, and the day goes on.
+        _ = try folder.write("config.yaml", Self.config(port: broker.port, state: state).replacingOccurrences(of: "name: Grid", with: "name: Netz"))
+        daemon.process.send(SIGHUP)
+        #expect(await daemon.waitFor("reload: \(path) loaded"), "\(daemon.text)")
+        try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":260}"#)
+        #expect(await daemon.waitFor(#""name":"Netz""#), "\(daemon.text)")
+        daemon.process.send(SIGTERM)
+        #expect(await daemon.process.waitForExit(timeout: .seconds(3)))
+        #expect(daemon.process.exitCode == 0)
+    }
+
+    @Test func systemdUnitVerifies() throws {
+        let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let tool = try #require(analyze, "systemd-analyze is missing: make test installs systemd")
+        let folder = TemporaryFolder()
+        // The unit names the installed binary; verify it against the one just built.
+        let unit = try String(contentsOf: Repository.root.appendingPathComponent("deploy/flowbridge.service"), encoding: .utf8)
+        let path = try folder.write("flowbridge.service", unit.replacingOccurrences(of: "/usr/local/bin/flowbridge", with: Repository.binary))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = ["verify", path]
+        let pipe = Pipe()
+        process.standardError = pipe
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(output)")
+        #expect(output.isEmpty, "\(output)")
+        #expect(unit.contains("Type=notify") && unit.contains("DynamicUser=yes") && unit.contains("ProtectSystem=strict"))
+    }
+}
