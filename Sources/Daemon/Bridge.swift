@@ -46,7 +46,8 @@ final class Bridge: Sendable {
         return engine
     }
 
-    func receive(_ message: MQTTMessage, at now: Date) {
+    /// Takes a message; `flush` writes the pushes out now (the end of a burst of messages).
+    func receive(_ message: MQTTMessage, at now: Date, flush: Bool) {
         state.withLock { state in
             let outputs = state.engine.tick(through: now)
                 + state.engine.receive(
@@ -54,7 +55,7 @@ final class Bridge: Sendable {
                     retained: message.retained && message.messageExpirySeconds == nil)
             state.dirty = true
             emit(outputs, into: &state)
-            state.output.flush()
+            if flush { state.output.flush() }
         }
     }
 

@@ -35,10 +35,11 @@ struct RunCommand {
             // MQTT events, in order; awaiting each keeps the client's bounded buffer meaningful.
             group.addTask {
                 var ready = false
-                for await event in client.events {
+                var events = client.events.makeAsyncIterator()
+                while let event = await events.next() {
                     switch event {
                     case .message(let message):
-                        bridge.receive(message, at: Date())
+                        bridge.receive(message, at: Date(), flush: !events.hasBuffered)
                     case .connected:
                         log.log(.info, "connected to \(started.mqtt.host):\(started.mqtt.port), subscribed to \(client.subscriptions.count) topics")
                         try? client.publish(topic: status, payload: Array("online".utf8), qos: 1, retain: true)

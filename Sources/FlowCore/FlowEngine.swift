@@ -201,7 +201,7 @@ public struct FlowEngine: Sendable {
     /// The document each widget shows now (its last push), by widget name.
     public var deliveredContent: [String: JSONValue] {
         var documents: [String: JSONValue] = [:]
-        for widget in widgets { documents[widget.config.name] = widget.policy.deliveredJSON }
+        for widget in widgets { documents[widget.config.name] = widget.policy.delivered?.json }
         return documents
     }
 

@@ -38,3 +38,35 @@ public enum MergePatch {
         return .object(patch)
     }
 }
+
+extension FlowContent {
+    /// `MergePatch.diff(from: old.json, to: new.json)`, computed from the models: only the parts
+    /// that differ are turned into JSON, which is what keeps a push cheap when one rate moved.
+    public static func mergePatch(from old: FlowContent, to new: FlowContent) -> JSONValue? {
+        if old == new { return nil }
+        var patch: [String: JSONValue] = [:]
+        if old.shared != new.shared || old.unit != new.unit {
+            var oldTop = old
+            var newTop = new
+            (oldTop.inputs, oldTop.output, oldTop.storage, oldTop.exchange) = (nil, nil, nil, nil)
+            (newTop.inputs, newTop.output, newTop.storage, newTop.exchange) = (nil, nil, nil, nil)
+            if case .object(let members)? = MergePatch.diff(from: oldTop.json, to: newTop.json) {
+                patch = members.filter { $0.key != "flow" }
+            }
+        }
+        var flow: [String: JSONValue] = [:]
+        if old.inputs != new.inputs {
+            flow[FlowSlot.inputs.rawValue] = new.inputs.map { .array($0.map(\.json)) } ?? .null
+        }
+        for (slot, path) in [(FlowSlot.output, \FlowContent.output), (.storage, \.storage), (.exchange, \.exchange)] {
+            switch (old[keyPath: path], new[keyPath: path]) {
+            case (let before?, let after?): flow[slot.rawValue] = MergePatch.diff(from: before.json, to: after.json)
+            case (_?, nil): flow[slot.rawValue] = .null
+            case (nil, let after?): flow[slot.rawValue] = after.json
+            case (nil, nil): break
+            }
+        }
+        if !flow.isEmpty { patch["flow"] = .object(flow) }
+        return patch.isEmpty ? nil : .object(patch)
+    }
+}

@@ -14,7 +14,6 @@ public struct PatchPolicy: Sendable {
     public let config: PatchPolicyConfig
     /// The document the widget shows now (the last one pushed).
     public private(set) var delivered: FlowContent?
-    public private(set) var deliveredJSON: JSONValue?
     public private(set) var lastPushAt: Date?
     /// When a held-back change is due.
     public private(set) var deadline: Date?
@@ -26,8 +25,10 @@ public struct PatchPolicy: Sendable {
         /// The merge patch of the content; the whole content on the first push.
         public var patch: JSONValue
         /// The whole content after the push.
-        public var content: JSONValue
+        public var document: FlowContent
         public var isFullContent: Bool
+
+        public var content: JSONValue { document.json }
     }
 
     /// Rounds a value to a multiple of `step`, without binary noise (0.1 steps print as `12.4`).
@@ -43,12 +44,11 @@ public struct PatchPolicy: Sendable {
     /// Offers the widget's current content at `now`. `urgent` (the day rolled over) skips the
     /// interval. Returns the push to make, or nil when nothing is due.
     public mutating func offer(_ candidate: FlowContent, at now: Date, urgent: Bool) -> Push? {
-        guard let delivered, let deliveredJSON else {
-            return push(candidate, json: candidate.json, at: now, full: true)
+        guard let delivered else {
+            return push(candidate, patch: candidate.json, at: now, full: true)
         }
         let shaped = applyingDeadband(to: candidate, against: delivered)
-        let json = shaped.json
-        guard let patch = MergePatch.diff(from: deliveredJSON, to: json) else {
+        guard let patch = FlowContent.mergePatch(from: delivered, to: shaped) else {
             deadline = nil
             return nil
         }
@@ -56,7 +56,7 @@ public struct PatchPolicy: Sendable {
         if urgent || intervalOver || Self.slots(of: shaped) != Self.slots(of: delivered)
             || reversed(shaped.exchange, from: delivered.exchange) || reversed(shaped.storage, from: delivered.storage)
         {
-            return push(shaped, json: json, at: now, full: false, patch: patch)
+            return push(shaped, patch: patch, at: now, full: false)
         }
         deadline = lastPushAt!.addingTimeInterval(config.minIntervalSeconds)
         return nil
@@ -65,16 +65,14 @@ public struct PatchPolicy: Sendable {
     /// Forgets what was delivered, so that the next offer pushes the full content.
     public mutating func reset() {
         delivered = nil
-        deliveredJSON = nil
         deadline = nil
     }
 
-    private mutating func push(_ content: FlowContent, json: JSONValue, at now: Date, full: Bool, patch: JSONValue? = nil) -> Push {
+    private mutating func push(_ content: FlowContent, patch: JSONValue, at now: Date, full: Bool) -> Push {
         delivered = content
-        deliveredJSON = json
         lastPushAt = now
         deadline = nil
-        return Push(patch: patch ?? json, content: json, isFullContent: full)
+        return Push(patch: patch, document: content, isFullContent: full)
     }
 
     /// Which slots are drawn, and how many inputs.

@@ -160,9 +160,45 @@ public final class MQTTEvents: AsyncSequence, Sendable {
         return event
     }
 
+    /// Everything buffered, at once (waking every blocked producer), or nil when nothing is.
+    /// Taking a batch under one lock keeps the network thread and the consumer from meeting on the
+    /// lock for every message when readings arrive in a burst.
+    private func takeAll() -> [MQTTEvent]? {
+        state.withLock { s in
+            guard s.ring.count > 1 else { return nil }
+            var batch: [MQTTEvent] = []
+            batch.reserveCapacity(s.ring.count)
+            while let event = s.ring.removeFirst() { batch.append(event) }
+            for _ in 0..<s.blockedProducers { space.signal() }
+            s.blockedProducers = 0
+            return batch
+        }
+    }
+
     public struct AsyncIterator: AsyncIteratorProtocol {
         let events: MQTTEvents
-        public mutating func next() async -> MQTTEvent? { await events.next() }
+        /// Events taken in one batch and not yet returned.
+        var batch: [MQTTEvent] = []
+        var position = 0
+
+        /// True when the next `next()` returns at once from the batch already taken: a consumer
+        /// can hold back work (flushing output) until the burst is over.
+        public var hasBuffered: Bool { position < batch.count }
+
+        public mutating func next() async -> MQTTEvent? {
+            if position < batch.count {
+                defer { position += 1 }
+                return batch[position]
+            }
+            if let taken = events.takeAll() {
+                batch = taken
+                position = 1
+                return batch[0]
+            }
+            batch = []
+            position = 0
+            return await events.next()
+        }
     }
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(events: self) }

@@ -69,3 +69,31 @@ import Testing
     }
 }
 
+
+@Suite struct FlowContentPatchTests {
+    static func randomNode(_ random: inout SplitMix64) -> FlowNode? {
+        guard Int.random(in: 0..<4, using: &random) > 0 else { return nil }
+        return FlowNode(
+            name: ["Solar", "Grid", nil].randomElement(using: &random)!, rate: Double(Int.random(in: -3...3, using: &random)) * 100,
+            total: [nil, 1.5, 2.5].randomElement(using: &random)!, level: [nil, 50.0].randomElement(using: &random)!,
+            icon: [nil, "bolt.fill"].randomElement(using: &random)!)
+    }
+
+    static func randomContent(_ random: inout SplitMix64) -> FlowContent {
+        FlowContent(
+            shared: SharedContent(label: ["Power", "Energy", nil].randomElement(using: &random)!, icon: [nil, "house"].randomElement(using: &random)!),
+            unit: ["W", nil].randomElement(using: &random)!,
+            inputs: Bool.random(using: &random) ? nil : (0..<Int.random(in: 0...3, using: &random)).compactMap { _ in randomNode(&random) },
+            output: randomNode(&random), storage: randomNode(&random), exchange: randomNode(&random))
+    }
+
+    /// The model-level patch is exactly the JSON-level diff of the two documents.
+    @Test func modelPatchEqualsTheDiffOfTheDocuments() {
+        var random = SplitMix64(seed: 99)
+        for _ in 0..<5000 {
+            let old = Self.randomContent(&random)
+            let new = Bool.random(using: &random) ? old : Self.randomContent(&random)
+            #expect(FlowContent.mergePatch(from: old, to: new) == MergePatch.diff(from: old.json, to: new.json), "\(old.json) → \(new.json)")
+        }
+    }
+}
