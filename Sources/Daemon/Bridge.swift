@@ -102,7 +102,8 @@ final class Bridge: Sendable {
         for output in outputs {
             switch output {
             case .push(let widget, let at, let push):
-                state.output.line(Replay.pushLine(widget: widget, at: at, patch: push.patch, zone: state.zone))
+                let zone = state.zone
+                state.output.line { Replay.writePushLine(widget: widget, at: at, patch: push.patch, zone: zone, to: &$0) }
             case .diagnostic(let diagnostic):
                 log.log(diagnostic)
             }

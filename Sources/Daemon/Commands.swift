@@ -116,7 +116,8 @@ public enum Commands {
     static func replay(_ arguments: Arguments, trace: String) -> Int32 {
         guard let config = loadConfig(arguments.config) else { return configError }
         let log = Logger(threshold: arguments.logLevel)
-        var replay = Replay(config: config.flow, zone: zone(of: config))
+        let zone = zone(of: config)
+        var replay = Replay(config: config.flow, zone: zone)
         let store = arguments.state.map(StateStore.init(path:))
         if let store {
             switch store.load() {
@@ -141,7 +142,8 @@ public enum Commands {
         func emit(_ items: [FlowEngine.Output]) {
             for item in items {
                 switch item {
-                case .push(let widget, let at, let push): output.line(replay.pushLine(widget: widget, at: at, patch: push.patch))
+                case .push(let widget, let at, let push):
+                    output.line { Replay.writePushLine(widget: widget, at: at, patch: push.patch, zone: zone, to: &$0) }
                 case .diagnostic(let diagnostic): log.log(diagnostic)
                 }
             }
@@ -175,7 +177,12 @@ struct OutputBuffer {
     var bytes: [UInt8] = []
 
     mutating func line(_ text: String) {
-        bytes.append(contentsOf: text.utf8)
+        line { $0.append(contentsOf: text.utf8) }
+    }
+
+    /// Appends one line that `write` puts into the buffer directly.
+    mutating func line(_ write: (inout [UInt8]) -> Void) {
+        write(&bytes)
         bytes.append(0x0A)
         if bytes.count >= 65_536 { flush() }
     }

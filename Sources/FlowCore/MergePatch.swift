@@ -60,7 +60,7 @@ extension FlowContent {
         }
         for (slot, path) in [(FlowSlot.output, \FlowContent.output), (.storage, \.storage), (.exchange, \.exchange)] {
             switch (old[keyPath: path], new[keyPath: path]) {
-            case (let before?, let after?): flow[slot.rawValue] = MergePatch.diff(from: before.json, to: after.json)
+            case (let before?, let after?): flow[slot.rawValue] = FlowNode.mergePatch(from: before, to: after)
             case (_?, nil): flow[slot.rawValue] = .null
             case (nil, let after?): flow[slot.rawValue] = after.json
             case (nil, nil): break

@@ -422,15 +422,29 @@ extension FlowNode {
         try reader.finish()
     }
 
+    /// The wire names of a node's fields with their JSON values (nil: absent). One table serves
+    /// both the document and the node-level patch, so the two cannot disagree.
+    static let fields: [(String, @Sendable (FlowNode) -> JSONValue?)] = [
+        ("name", { $0.name.map(JSONValue.string) }), ("rate", { $0.rate.map(JSONValue.number) }),
+        ("total", { $0.total.map(JSONValue.number) }), ("level", { $0.level.map(JSONValue.number) }),
+        ("icon", { $0.icon.map(JSONValue.string) }), ("color", { $0.color.map(JSONValue.string) }),
+    ]
+
     public var json: JSONValue {
-        var builder = JSONObjectBuilder()
-        builder.set("name", name)
-        builder.set("rate", rate)
-        builder.set("total", total)
-        builder.set("level", level)
-        builder.set("icon", icon)
-        builder.set("color", color)
-        return builder.json
+        var members: [String: JSONValue] = [:]
+        for (key, value) in Self.fields { members[key] = value(self) }
+        return .object(members)
+    }
+
+    /// `MergePatch.diff(from: old.json, to: new.json)`, field by field.
+    static func mergePatch(from old: FlowNode, to new: FlowNode) -> JSONValue? {
+        if old == new { return nil }
+        var patch: [String: JSONValue] = [:]
+        for (key, value) in fields {
+            let after = value(new)
+            if after != value(old) { patch[key] = after ?? .null }
+        }
+        return .object(patch)
     }
 }
 
