@@ -5,8 +5,15 @@ SWIFT ?= swift
 # Debian packages the build, the tests and the benchmark need.
 DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev \
                 mosquitto mosquitto-clients openssl tzdata systemd
+# And what the ingest benchmark needs besides.
+BENCH_PACKAGES := gcc bc curl python3 python3-pip
 
-.PHONY: deps build test release clean
+# The shared benchmark harness, beside the repository.
+SHARED ?= ../shared
+BENCH_MESSAGES ?= 150000
+BENCH_ROUNDS ?= 3
+
+.PHONY: deps build test release bench clean
 
 ## deps: install the Debian packages that are missing (apt-get, via sudo when not root).
 deps:
@@ -31,7 +38,16 @@ test: deps
 	$(SWIFT) test
 
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib
+	$(SWIFT) build -c release --static-swift-stdlib --product flowbridge
+
+## bench: the shared ingest benchmark, flowbridge beside the C floor and the paho-mqtt bridge,
+## interleaved rounds, medians and ratios (see bench/run.sh).
+bench: release
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(BENCH_PACKAGES)"
+	@python3 -c 'import paho.mqtt.client as m; m.CallbackAPIVersion' 2>/dev/null \
+	  || python3 -m pip install --quiet 'paho-mqtt>=2' \
+	  || python3 -m pip install --quiet --break-system-packages 'paho-mqtt>=2'
+	bench/run.sh $(SHARED)/bench .build/release/flowbridge $(BENCH_MESSAGES) $(BENCH_ROUNDS)
 
 clean:
 	rm -rf .build
