@@ -1,5 +1,6 @@
 import Daemon
 import FlowCore
+import Foundation
 import Testing
 
 @Suite struct ConfigTests {
@@ -90,6 +91,17 @@ import Testing
     func brokenConfigNamesKeyAndLine(text: String, expected: String) {
         let error = #expect(throws: ConfigError.self) { try DaemonConfig.parse(text, file: "config.yaml") }
         #expect(error?.description.contains(expected) == true, "\(error?.description ?? "no error")")
+    }
+
+    /// The configs the repository ships stay valid.
+    @Test func shippedConfigsPassCheck() throws {
+        let folder = Repository.root.appendingPathComponent("Config")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".yaml") }
+        #expect(!files.isEmpty)
+        for file in files {
+            let run = try runFlowbridge(["check", "--config", folder.appendingPathComponent(file).path])
+            #expect(run.status == 0, "\(file): \(run.err)")
+        }
     }
 
     @Test func checkPrintsTheResolvedMappingOrTheErrors() throws {
