@@ -117,7 +117,11 @@ struct RunCommand {
             return text
         }
         if let name = settings.passwordEnv {
-            guard let value = getenv(name) else { throw FileError("$\(name)", errno: ENOENT) }
+            guard let value = getenv(name) else {
+                throw ConfigError(file: configPath, problems: [
+                    ConfigProblem(path: "mqtt.password_env", line: nil, message: "the environment variable \(name) is not set")
+                ])
+            }
             return String(cString: value)
         }
         return nil

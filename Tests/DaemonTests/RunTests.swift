@@ -36,6 +36,13 @@ struct RunTests {
             return true
         }
 
+        /// SIGTERM, and the daemon is gone within 2 s with status 0.
+        func stop() async {
+            process.send(SIGTERM)
+            #expect(await process.waitForExit(timeout: .seconds(2)))
+            #expect(process.exitCode == 0)
+        }
+
         /// Peak resident memory (kB) so far.
         var peakRSSKilobytes: Int? {
             guard let status = try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8) else { return nil }
@@ -80,9 +87,7 @@ struct RunTests {
         #expect(content["flow"]?["storage"]?["rate"] == 800)
         #expect(content["flow"]?["output"]?["rate"] == 1000)
 
-        daemon.process.send(SIGTERM)
-        #expect(await daemon.process.waitForExit(timeout: .seconds(3)))
-        #expect(daemon.process.exitCode == 0)
+        await daemon.stop()
         let saved = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
         #expect(saved["readings"]?["grid"]?["value"] == -1400)
         #expect(try await broker.receive(topic: "flowbridge/status").first?.text == "offline")
@@ -102,8 +107,7 @@ struct RunTests {
         #expect(await broker.waitForLog("Sending SUBACK to flowbridge-test", count: 6, timeout: .seconds(15)), "\(daemon.text)")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":-777}"#)
         #expect(await daemon.waitFor(#""rate":-777"#), "\(daemon.text)")
-        daemon.process.send(SIGTERM)
-        #expect(await daemon.process.waitForExit(timeout: .seconds(3)))
+        await daemon.stop()
     }
 
     @Test func aFloodOfGarbageNeitherCrashesNorGrowsMemory() async throws {
@@ -129,9 +133,7 @@ struct RunTests {
         // Rate-limited: a handful of log lines, not 100,000.
         let logLines = daemon.text.split(separator: "\n").filter { $0.contains("source 'grid'") }
         #expect(logLines.count >= 1 && logLines.count < 10)
-        daemon.process.send(SIGTERM)
-        #expect(await daemon.process.waitForExit(timeout: .seconds(3)))
-        #expect(daemon.process.exitCode == 0)
+        await daemon.stop()
     }
 
     @Test func readyArrivesOnTheNotifySocketAfterTheFirstSubscription() async throws {
@@ -162,7 +164,7 @@ struct RunTests {
         daemon.process.send(SIGTERM)
         let stopping = recv(fd, &buffer, buffer.count, 0)
         #expect(stopping > 0 && String(decoding: buffer[..<stopping], as: UTF8.self).contains("STOPPING=1"))
-        #expect(await daemon.process.waitForExit(timeout: .seconds(3)))
+        #expect(await daemon.process.waitForExit(timeout: .seconds(2)))
     }
 
     @Test func passwordFromAFileAndTLSWithItsCA() async throws {
@@ -176,8 +178,7 @@ struct RunTests {
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":321}"#)
         #expect(await daemon.waitFor(#""rate":321"#), "\(daemon.text)")
         #expect(!daemon.text.contains("s3cret"))  // never logged
-        daemon.process.send(SIGTERM)
-        #expect(await daemon.process.waitForExit(timeout: .seconds(3)))
+        await daemon.stop()
 
         // The wrong CA: refused, and the log says why; nothing is received.
         let wrong = TemporaryFolder()
@@ -185,9 +186,7 @@ struct RunTests {
         let refused = try Daemon(config: Self.config(port: broker.port, state: wrong.url.appendingPathComponent("s.json").path, extra: wrongExtra), folder: wrong)
         #expect(await refused.waitFor("certificate verify failed"), "\(refused.text)")
         #expect(!refused.text.contains("connected to"))
-        refused.process.send(SIGTERM)
-        #expect(await refused.process.waitForExit(timeout: .seconds(3)))
-        #expect(refused.process.exitCode == 0)
+        await refused.stop()
     }
 
     @Test func sighupReloadsAndABrokenConfigKeepsTheOldOne() async throws {
@@ -208,9 +207,57 @@ struct RunTests {
         #expect(await daemon.waitFor("reload: \(path) loaded"), "\(daemon.text)")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":260}"#)
         #expect(await daemon.waitFor(#""name":"Netz""#), "\(daemon.text)")
+        await daemon.stop()
+    }
+
+    @Test func victronKeepaliveIsPublishedOnItsInterval() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let keepalive = "R/c0619ab1d2e3/keepalive"
+        let config = Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path)
+            + "\nkeepalive:\n  - {topic: \(keepalive), interval: 1s}\n"
+        let subscriber = try await broker.subscriber(topic: keepalive, count: 2, timeout: 6)
+        let daemon = try Daemon(config: config, folder: folder)
+        let received = await subscriber.messages()
+        #expect(received.count == 2, "\(daemon.text)")
+        #expect(received.allSatisfy { $0.topic == keepalive })
+        await daemon.stop()
+    }
+
+    /// Under systemd (JOURNAL_STREAM names standard error) every line carries its syslog priority.
+    @Test func logLinesCarryTheSyslogPriorityInTheJournal() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let output = folder.url.appendingPathComponent("out.log").path
+        #expect(FileManager.default.createFile(atPath: output, contents: nil))
+        var info = stat()
+        #expect(stat(output, &info) == 0)
+        let daemon = try Daemon(
+            config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path), folder: folder,
+            environment: ["JOURNAL_STREAM": "\(info.st_dev):\(info.st_ino)"])
+        #expect(await daemon.waitFor("<6>connected to"), "\(daemon.text)")
+        try await broker.publish(topic: "solar/ac/power", payload: "garbage")
+        #expect(await daemon.waitFor("<4>source 'solar'"), "\(daemon.text)")
+        #expect(!daemon.text.contains("flowbridge: info"))
+        await daemon.stop()
+    }
+
+    /// While a graceful stop waits (here on a frozen broker), a second signal ends it at once.
+    @Test func aSecondSignalExitsAtOnce() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let daemon = try Daemon(config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path), folder: folder)
+        #expect(await daemon.waitFor("connected to"))
+        let brokerPID = try #require(broker.processIdentifier)
+        kill(brokerPID, SIGSTOP)
+        defer { kill(brokerPID, SIGCONT) }
         daemon.process.send(SIGTERM)
-        #expect(await daemon.process.waitForExit(timeout: .seconds(3)))
-        #expect(daemon.process.exitCode == 0)
+        #expect(await daemon.waitFor("stopping"))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(daemon.process.isRunning)  // still waiting for the broker to take "offline"
+        daemon.process.send(SIGTERM)
+        #expect(await daemon.process.waitForExit(timeout: .milliseconds(500)))
+        #expect(daemon.process.exitCode == 1)
     }
 
     @Test func systemdUnitVerifies() throws {
