@@ -67,7 +67,7 @@ public enum Commands {
         switch arguments.command {
         case "run":
             guard arguments.positional.isEmpty else { return usageFailure("run takes no other arguments") }
-            return await RunCommand(configPath: arguments.config, log: Logger(threshold: arguments.logLevel)).run()
+            return await RunCommand(configPath: arguments.config, dryRun: arguments.dryRun, log: Logger(threshold: arguments.logLevel)).run()
         case "check":
             guard arguments.positional.isEmpty else { return usageFailure("check takes no other arguments") }
             return check(arguments)

@@ -10,6 +10,9 @@ import Mosquitto
 /// signal exits at once. SIGHUP reloads the config; a broken one is reported and the old one runs on.
 struct RunCommand {
     let configPath: String
+    /// Print the patches instead of delivering them. Standard output is the only sink so far, so
+    /// both ways print; without the flag the log says so.
+    let dryRun: Bool
     let log: Logger
 
     func run() async -> Int32 {
@@ -28,6 +31,7 @@ struct RunCommand {
         let status = "\(config.mqtt.topicPrefix)/status"
         let notifier = SystemdNotifier()
         let signals = SignalEvents([SIGTERM, SIGINT, SIGHUP])
+        if !dryRun { log.log(.info, "no widget API sink yet: pushes go to standard output as NDJSON, as with --dry-run") }
         log.log(.info, "flowbridge started: \(config.flow.sources.count) sources, broker \(config.mqtt.host):\(config.mqtt.port), day in \(zone.identifier)")
 
         let started = config  // what the tasks read; a reload only swaps the engine

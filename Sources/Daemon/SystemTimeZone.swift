@@ -13,8 +13,8 @@ public struct SystemTimeZone: LocalTimeZone {
     /// The `TZ` value that selects this zone; nil: the `TZ` the process started with.
     let tzValue: String?
 
-    /// The TZ the process started with, and the one glibc is set to now.
-    private static let state = Mutex<(original: String?, current: String?)>((getenv("TZ").map { String(cString: $0) }, nil))
+    /// The TZ the process started with, and the one glibc is set to now (nil: not set yet).
+    private static let state = Mutex<(original: String?, current: String??)>((getenv("TZ").map { String(cString: $0) }, nil))
 
     /// A zone by IANA name (`Europe/Berlin`); nil when the system has no such zone.
     public init?(identifier: String) {
@@ -57,10 +57,11 @@ public struct SystemTimeZone: LocalTimeZone {
         var seconds = time_t(instant.timeIntervalSince1970.rounded(.down))
         return Self.state.withLock { state in
             let wanted = tzValue ?? state.original
-            if state.current != wanted || state.current == nil {
+            // tzset() reads the zone file: only when the zone changes, never per lookup.
+            if state.current != .some(wanted) {
                 if let wanted { setenv("TZ", wanted, 1) } else { unsetenv("TZ") }
                 tzset()
-                state.current = wanted
+                state.current = .some(wanted)
             }
             var parts = tm()
             localtime_r(&seconds, &parts)
