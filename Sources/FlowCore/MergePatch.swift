@@ -58,14 +58,17 @@ extension FlowContent {
         if old.inputs != new.inputs {
             flow[FlowSlot.inputs.rawValue] = new.inputs.map { .array($0.map(\.json)) } ?? .null
         }
-        for (slot, path) in [(FlowSlot.output, \FlowContent.output), (.storage, \.storage), (.exchange, \.exchange)] {
-            switch (old[keyPath: path], new[keyPath: path]) {
+        func node(_ slot: FlowSlot, _ before: FlowNode?, _ after: FlowNode?) {
+            switch (before, after) {
             case (let before?, let after?): flow[slot.rawValue] = FlowNode.mergePatch(from: before, to: after)
             case (_?, nil): flow[slot.rawValue] = .null
             case (nil, let after?): flow[slot.rawValue] = after.json
             case (nil, nil): break
             }
         }
+        node(.output, old.output, new.output)
+        node(.storage, old.storage, new.storage)
+        node(.exchange, old.exchange, new.exchange)
         if !flow.isEmpty { patch["flow"] = .object(flow) }
         return patch.isEmpty ? nil : .object(patch)
     }
