@@ -34,7 +34,7 @@ final class Bridge: Sendable {
             log.log(.info, "no saved state at \(store.path): starting the day fresh")
         case .state(let saved):
             do {
-                try engine.restore(saved)
+                try engine.restore(saved).forEach(log.log)
                 log.log(.info, "continuing the day \(engine.day?.description ?? "?") from \(store.path)")
             } catch {
                 let kept = store.keepAside()

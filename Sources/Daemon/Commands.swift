@@ -124,7 +124,7 @@ public enum Commands {
             case .none: break
             case .state(let state):
                 do {
-                    try replay.restore(state)
+                    try replay.restore(state).forEach(log.log)
                 } catch {
                     log.log(.warning, "state \(store.path) cannot be used (\(error)); \(store.keepAside().map { "kept as \($0), " } ?? "")starting a fresh day")
                 }

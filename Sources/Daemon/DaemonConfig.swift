@@ -197,10 +197,13 @@ struct ConfigLoader {
         let staleAfter = map.duration("stale_after")
         if let staleAfter, staleAfter <= 0 { reader.report(map.childPath("stale_after"), map.value("stale_after"), "must be longer than 0s") }
         let maxGap = map.duration("max_gap") ?? SourceConfig.defaultMaxGapSeconds
+        let maxPower = map.number("max_power") ?? SourceConfig.defaultMaxPowerW
+        if maxPower <= 0 { reader.report(map.childPath("max_power"), map.value("max_power"), "must be more than 0 W") }
         guard let topic else { return nil }
         return SourceConfig(
             name: name, topic: topic, decoder: PayloadDecoder(path: path, decimalComma: map.flag("decimal_comma") ?? false),
-            unit: unit, scale: scale, invert: map.flag("invert") ?? false, staleAfterSeconds: staleAfter, maxGapSeconds: maxGap)
+            unit: unit, scale: scale, invert: map.flag("invert") ?? false, staleAfterSeconds: staleAfter, maxGapSeconds: maxGap,
+            maxPowerW: maxPower)
     }
 
     // MARK: widgets

@@ -64,8 +64,9 @@ public struct Replay {
         drainSeconds = config.widgets.map(\.policy.minIntervalSeconds).max() ?? 0
     }
 
-    /// Restores a saved state before the first message.
-    public mutating func restore(_ state: JSONValue) throws(StateError) { try engine.restore(state) }
+    /// Restores a saved state before the first message; returns what it had to leave out.
+    @discardableResult
+    public mutating func restore(_ state: JSONValue) throws(StateError) -> [Diagnostic] { try engine.restore(state) }
 
     /// Feeds one message; returns every output, in order.
     public mutating func feed(_ message: TraceMessage) -> [FlowEngine.Output] {

@@ -47,6 +47,8 @@ struct RunCommand {
                     case .connected:
                         log.log(.info, "connected to \(started.mqtt.host):\(started.mqtt.port), subscribed to \(client.subscriptions.count) topics")
                         try? client.publish(topic: status, payload: Array("online".utf8), qos: 1, retain: true)
+                        // Venus OS publishes nothing until asked: ask at once, not after an interval.
+                        for keepalive in started.keepalives { try? client.publish(topic: keepalive.topic, payload: []) }
                         if !ready {
                             notifier.notify("READY=1\nSTATUS=connected")
                             ready = true
@@ -65,7 +67,7 @@ struct RunCommand {
                     second += 1
                     if notifier.watchdogInterval != nil { notifier.notify("WATCHDOG=1") }
                     for keepalive in started.keepalives where second % max(1, Int(keepalive.intervalSeconds)) == 0 {
-                        try? client.publish(topic: keepalive.topic, payload: [], qos: 0, retain: false)
+                        try? client.publish(topic: keepalive.topic, payload: [])
                     }
                 }
             }

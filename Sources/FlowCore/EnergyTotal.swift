@@ -67,10 +67,10 @@ public struct EnergyTotal: Sendable, Equatable {
         return r0 > 0 ? r0 * crossing / 2 : r1 * (seconds - crossing) / 2
     }
 
-    /// Takes a reading of the device's counter (kWh).
-    public mutating func read(counterKWh value: Double) {
+    /// Takes a reading of the device's counter (kWh); `maxPowerW` bounds how fast it can rise.
+    public mutating func read(counterKWh value: Double, at now: Date, maxPowerW: Double = SourceConfig.defaultMaxPowerW) {
         guard var track = counter else { return }
-        track.read(value)
+        track.read(value, at: now, maxPowerW: maxPowerW)
         counter = track
         energyKWh = max(energyKWh, track.todayKWh)
     }
@@ -93,59 +93,90 @@ public struct EnergyTotal: Sendable, Equatable {
 
 /// The bookkeeping of a device's energy counter against flowbridge's day.
 ///
-/// today = carried + (last − baseline). A counter that goes backwards is a device reset, but one
-/// sample can be a glitch, so a drop is only taken as a reset when the next reading confirms it (as
-/// evcc does): until then the day's energy stays as it was.
+/// today = carried + (last − baseline). One sample can be a glitch, so an odd reading is only
+/// believed when the next one confirms it (as evcc does), and until then the day's energy stays as
+/// it was: a counter that goes backwards is a device reset once confirmed, and a jump no plausible
+/// power explains is taken once the counter carries on from there.
 public struct CounterTrack: Sendable, Equatable {
     /// True for the device's own daily counters, which count again from 0 after a reset; a lifetime
     /// counter that drops is counted again from the value it dropped to.
     public let restartsFromZero: Bool
     /// The counter's value when today's counting began.
     public var baseline: Double?
-    /// The highest trusted reading since the baseline.
+    /// The highest trusted reading since the baseline, and when it came.
     public var last: Double?
+    public var lastAt: Date?
     /// Energy counted today before the device's last reset.
     public var carried: Double = 0
-    /// A reading below `last`, waiting for the next one to confirm a reset.
+    /// An odd reading (a drop, or an implausible jump), waiting for the next one to confirm it.
     public var suspect: Double?
+    /// A daily counter's first value when flowbridge started without knowing the day (no state):
+    /// taken as today's, unless the counter never moved before the device reset it, in which case it
+    /// was yesterday's, left over from an inverter asleep since dusk.
+    public var assumedFrom: Double?
 
-    public init(restartsFromZero: Bool, baseline: Double? = nil, last: Double? = nil, carried: Double = 0, suspect: Double? = nil) {
+    public init(
+        restartsFromZero: Bool, baseline: Double? = nil, last: Double? = nil, lastAt: Date? = nil, carried: Double = 0,
+        suspect: Double? = nil, assumedFrom: Double? = nil
+    ) {
         self.restartsFromZero = restartsFromZero
         self.baseline = baseline
         self.last = last
+        self.lastAt = lastAt
         self.carried = carried
         self.suspect = suspect
+        self.assumedFrom = assumedFrom
     }
 
     public var todayKWh: Double {
         guard let baseline, let last else { return carried }
+        // An assumed daily value that has not moved yet may be yesterday's: not shown until it does.
+        if let assumedFrom, last <= assumedFrom + Self.noise(at: assumedFrom) { return carried }
         return carried + max(0, last - baseline)
     }
 
     /// A drop smaller than this is noise of the device's number formatting, not a reset.
     static func noise(at value: Double) -> Double { 0.001 + abs(value) * 1e-6 }
 
-    mutating func read(_ value: Double) {
+    mutating func read(_ value: Double, at now: Date, maxPowerW: Double) {
         guard let previous = last else {
-            // First reading: a daily counter already holds today's energy; a lifetime counter counts from here.
-            baseline = baseline ?? (restartsFromZero ? 0 : value)
-            last = value
+            // First reading: a daily counter holds today's energy (assumed: see `assumedFrom`); a
+            // lifetime counter counts from here.
+            if baseline == nil {
+                baseline = restartsFromZero ? 0 : value
+                if restartsFromZero { assumedFrom = value }
+            }
+            accept(value, at: now)
             return
         }
-        if !isDrop(from: previous, to: value) {
+        let drop = isDrop(from: previous, to: value)
+        guard drop || isImplausibleRise(from: previous, to: value, at: now, maxPowerW: maxPowerW) else {
             suspect = nil
-            last = max(previous, value)
+            accept(max(previous, value), at: now)
             return
         }
-        guard let firstLow = suspect else {
-            suspect = value  // one low sample: wait for the next
+        // One odd sample: wait for the next. (A suspect of the other kind is replaced.)
+        guard let candidate = suspect, (candidate < previous) == drop else {
+            suspect = value
             return
         }
-        // Confirmed: keep what was counted, count again from where the device restarted.
-        carried += max(0, previous - (baseline ?? previous))
-        baseline = restartsFromZero ? 0 : min(firstLow, value)
-        last = value
+        if drop {
+            // A confirmed reset: keep what was counted, count again from where the device restarted.
+            carried = todayKWh  // an assumed value that never moved counts nothing
+
+            baseline = restartsFromZero ? 0 : min(candidate, value)
+            assumedFrom = nil
+        } else if value < candidate - Self.noise(at: candidate) {
+            suspect = value  // two different jumps: still glitching
+            return
+        }
         suspect = nil
+        accept(value, at: now)
+    }
+
+    private mutating func accept(_ value: Double, at now: Date) {
+        last = value
+        lastAt = now
     }
 
     /// A daily counter resets to near zero; anything else that goes down by more than noise is a
@@ -155,10 +186,18 @@ public struct CounterTrack: Sendable, Equatable {
         return previous - value > Self.noise(at: previous)
     }
 
+    /// More energy than `maxPowerW` could deliver since the last reading.
+    func isImplausibleRise(from previous: Double, to value: Double, at now: Date, maxPowerW: Double) -> Bool {
+        guard let lastAt else { return false }
+        let hours = max(now.timeIntervalSince(lastAt), 1) / 3600
+        return value - previous > maxPowerW / 1000 * hours + Self.noise(at: previous)
+    }
+
     /// Midnight: today's counting starts at the last reading.
     mutating func startDay() {
         baseline = last
         carried = 0
         suspect = nil
+        assumedFrom = nil
     }
 }

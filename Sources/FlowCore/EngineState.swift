@@ -37,41 +37,72 @@ extension FlowEngine {
         return .object(state)
     }
 
-    /// Restores a snapshot into a fresh engine, before any message. Readings of sources and totals
-    /// of nodes the config no longer has, or whose kind changed, are left out. The day it restores
-    /// is closed by the first event on a later day, like any midnight.
-    public mutating func restore(_ state: JSONValue) throws(StateError) {
+    /// Times a state may hold: 2000 to 2200. Anything else is a damaged file, not a date.
+    static let plausibleSeconds: ClosedRange<Double> = 946_684_800...7_258_118_400
+
+    /// Restores a snapshot into a fresh engine, before any event. Readings of sources and totals
+    /// of nodes the config no longer has, or whose kind changed, are left out; so is any entry with
+    /// an implausible number (each named in the returned diagnostics), while the rest of the day is
+    /// kept. The day it restores is closed by the first event on a later day, like any midnight.
+    /// Throws only when the file is not a state at all (no version, or its day is damaged).
+    @discardableResult
+    public mutating func restore(_ state: JSONValue) throws(StateError) -> [Diagnostic] {
         guard let version = state["version"]?.numberValue else { throw StateError(description: "no version") }
-        guard Int(version) == Self.stateVersion else { throw StateError(description: "unknown version \(JSONValue.format(version))") }
-        guard let start = state["day_start"]?.numberValue, let dateText = state["day"]?.stringValue,
-            let date = CivilDate(dateText)
-        else { throw StateError(description: "no day") }
-        let restoredDay = zone.day(containing: Date(timeIntervalSince1970: start))
-        guard restoredDay.date == date else {
-            throw StateError(description: "day \(date) does not start at \(JSONValue.format(start)) in \(zone.identifier)")
+        guard Int(exactly: version) == Self.stateVersion else {
+            throw StateError(description: "unknown version \(JSONValue.format(version))")
+        }
+        var skipped: [Diagnostic] = []
+        func skip(_ what: String) { skipped.append(Diagnostic(.warning, "state: \(what) is damaged; left out")) }
+        var restoredDay: LocalDay?
+        if state["day"] != nil || state["day_start"] != nil {
+            guard let start = state["day_start"]?.numberValue, Self.plausibleSeconds.contains(start),
+                let dateText = state["day"]?.stringValue, let date = CivilDate(dateText)
+            else { throw StateError(description: "its day is damaged") }
+            let day = zone.day(containing: Date(timeIntervalSince1970: start))
+            guard day.date == date else {
+                throw StateError(description: "day \(date) does not start at \(JSONValue.format(start)) in \(zone.identifier)")
+            }
+            restoredDay = day
         }
         var restoredSources = sources
         for (name, value) in state["readings"]?.objectValue ?? [:] {
             guard let position = restoredSources.firstIndex(where: { $0.config.name == name }) else { continue }
-            guard let number = value["value"]?.numberValue, let at = value["t"]?.numberValue else {
-                throw StateError(description: "reading of '\(name)' is incomplete")
+            let source = restoredSources[position].config
+            guard let number = value["value"]?.numberValue, let at = value["t"]?.numberValue, Self.plausibleSeconds.contains(at),
+                Self.isPlausible(number, for: source)
+            else {
+                skip("the reading of '\(name)'")
+                continue
             }
             restoredSources[position].reading = Reading(value: number, at: Date(timeIntervalSince1970: at))
         }
         var restoredWidgets = widgets
         let saved = state["totals"]?.objectValue ?? [:]
-        for position in restoredWidgets.indices {
+        for position in restoredWidgets.indices where restoredDay != nil {
             for node in restoredWidgets[position].nodes.indices {
                 let key = "\(restoredWidgets[position].config.name)/\(restoredWidgets[position].nodes[node].place)"
                 guard let spec = restoredWidgets[position].nodes[node].total?.spec, let value = saved[key] else { continue }
-                if let total = try EnergyTotal(json: value, spec: spec) {
-                    restoredWidgets[position].nodes[node].total = total
+                switch EnergyTotal.restored(from: value, spec: spec) {
+                case .restored(let total): restoredWidgets[position].nodes[node].total = total
+                case .otherKind: break
+                case .damaged: skip("the total of \(key)")
                 }
             }
         }
         sources = restoredSources
         widgets = restoredWidgets
         day = restoredDay
+        return skipped
+    }
+
+    /// A reading the source could have taken (see `accept`).
+    static func isPlausible(_ value: Double, for source: SourceConfig) -> Bool {
+        guard value.isFinite else { return false }
+        switch source.unit.quantity {
+        case .power: return abs(value) <= source.maxPowerW
+        case .energy: return (0...maxEnergyKWh).contains(value)
+        case .level: return (0...100).contains(value)
+        }
     }
 }
 
@@ -100,28 +131,49 @@ extension EnergyTotal {
         if let counter {
             members["baseline"] = counter.baseline.map(JSONValue.number)
             members["last"] = counter.last.map(JSONValue.number)
+            members["counter_t"] = counter.lastAt.map { .number($0.timeIntervalSince1970) }
             members["carried"] = .number(counter.carried)
             members["suspect"] = counter.suspect.map(JSONValue.number)
+            members["assumed_from"] = counter.assumedFrom.map(JSONValue.number)
         }
         return .object(members)
     }
 
-    /// Reads a saved total; nil when it was saved for another kind of total (the config changed).
-    init?(json: JSONValue, spec: TotalSpec) throws(StateError) {
-        guard json["kind"]?.stringValue == spec.description else { return nil }
-        guard let energy = json["kwh"]?.numberValue, energy.isFinite, energy >= 0 else {
-            throw StateError(description: "total \(spec) has no valid kwh")
+    enum Restored {
+        case restored(EnergyTotal)
+        /// Saved for another kind of total: the config changed.
+        case otherKind
+        case damaged
+    }
+
+    /// Reads a saved total, checking every number: a damaged entry must not become a day's energy.
+    static func restored(from json: JSONValue, spec: TotalSpec) -> Restored {
+        guard json["kind"]?.stringValue == spec.description else { return .otherKind }
+        let energyRange = 0...FlowEngine.maxEnergyKWh
+        func number(_ key: String, in range: ClosedRange<Double>) -> Double?? {
+            guard let value = json[key], value != .null else { return .some(nil) }  // absent is fine
+            guard let number = value.numberValue, range.contains(number) else { return nil }  // damaged
+            return .some(number)
         }
-        self.init(spec: spec)
-        energyKWh = energy
-        if let at = json["last_t"]?.numberValue, let rate = json["last_rate"]?.numberValue {
-            lastSample = RateSample(at: Date(timeIntervalSince1970: at), rateW: rate)
+        guard let energy = number("kwh", in: energyRange), let energy,
+            let lastT = number("last_t", in: FlowEngine.plausibleSeconds),
+            let lastRate = number("last_rate", in: -1e9...1e9),
+            let baseline = number("baseline", in: energyRange), let last = number("last", in: energyRange),
+            let counterT = number("counter_t", in: FlowEngine.plausibleSeconds),
+            let carried = number("carried", in: energyRange), let suspect = number("suspect", in: energyRange),
+            let assumedFrom = number("assumed_from", in: energyRange)
+        else { return .damaged }
+        var total = EnergyTotal(spec: spec)
+        total.energyKWh = energy
+        if let lastT, let lastRate {
+            total.lastSample = RateSample(at: Date(timeIntervalSince1970: lastT), rateW: lastRate)
         }
-        if let track = counter {
-            counter = CounterTrack(
-                restartsFromZero: track.restartsFromZero, baseline: json["baseline"]?.numberValue,
-                last: json["last"]?.numberValue, carried: json["carried"]?.numberValue ?? 0,
-                suspect: json["suspect"]?.numberValue)
+        if let track = total.counter {
+            total.counter = CounterTrack(
+                restartsFromZero: track.restartsFromZero, baseline: baseline, last: last,
+                lastAt: counterT.map(Date.init(timeIntervalSince1970:)), carried: carried ?? 0, suspect: suspect,
+                assumedFrom: assumedFrom)
         }
+        return .restored(total)
     }
 }

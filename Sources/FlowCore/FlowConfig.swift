@@ -56,13 +56,18 @@ public struct SourceConfig: Sendable, Equatable {
     public var staleAfterSeconds: Double?
     /// Integration never spans a longer silence than this (seconds).
     public var maxGapSeconds: Double
+    /// The most power this source can plausibly see (W): a rate beyond is rejected, and an energy
+    /// counter that rises faster waits for the next reading to confirm it. A home's connection is
+    /// far below the default; a larger site says so with `max_power`.
+    public var maxPowerW: Double
 
     public static let defaultMaxGapSeconds = 300.0
+    public static let defaultMaxPowerW = 100_000.0
 
     public init(
         name: String, topic: TopicFilter, decoder: PayloadDecoder = PayloadDecoder(), unit: SourceUnit = .watt,
         scale: Double = 1, invert: Bool = false, staleAfterSeconds: Double? = nil,
-        maxGapSeconds: Double = SourceConfig.defaultMaxGapSeconds
+        maxGapSeconds: Double = SourceConfig.defaultMaxGapSeconds, maxPowerW: Double = SourceConfig.defaultMaxPowerW
     ) {
         self.name = name
         self.topic = topic
@@ -72,6 +77,7 @@ public struct SourceConfig: Sendable, Equatable {
         self.invert = invert
         self.staleAfterSeconds = staleAfterSeconds
         self.maxGapSeconds = maxGapSeconds
+        self.maxPowerW = maxPowerW
     }
 
     /// The reading in flowbridge's units with the widget's sign.

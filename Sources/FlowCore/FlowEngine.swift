@@ -154,8 +154,11 @@ public struct FlowEngine: Sendable {
         advanceDay(to: now, into: &out)
         var matched = exactTopics[topic] ?? []
         for (filter, source) in wildcardTopics where filter.matches(topic) { matched.append(source) }
+        // Every source the message feeds reads first (one Tasmota payload can hold the power and
+        // the day's energy), then the totals move, all with the same readings.
+        let accepted = matched.filter { accept(payload, for: $0, at: now, retained: retained, into: &out) }
         var touched: Set<Int> = []
-        for source in matched where accept(payload, for: source, at: now, retained: retained, into: &out) {
+        for source in accepted {
             for (position, widget) in widgets.enumerated() where widget.reads.contains(source) {
                 account(source, in: position, at: now, integrating: !retained)
                 touched.insert(position)
@@ -177,6 +180,11 @@ public struct FlowEngine: Sendable {
     /// Ticks at every deadline up to and including `end`, in order: what a live clock would have
     /// done between two events.
     public mutating func tick(through end: Date) -> [Output] {
+        // Before the first event (a fresh or restored engine) nothing is due yet; after a clock
+        // that jumped days ahead, one tick closes the days at once instead of one by one.
+        guard let clock, let day, end.timeIntervalSince(max(clock, day.end)) < 3 * 86_400 else {
+            return tick(at: end)
+        }
         var outputs: [Output] = []
         while let deadline = nextDeadline, deadline <= end {
             outputs += tick(at: deadline)
@@ -225,8 +233,7 @@ public struct FlowEngine: Sendable {
 
     // MARK: - Readings
 
-    /// Plausible magnitudes: anything beyond is a broken device or a wrong unit, not energy.
-    static let maxPowerW = 10_000_000.0
+    /// Plausible energy counters: anything beyond is a broken device or a wrong unit.
     static let maxEnergyKWh = 1_000_000_000.0
 
     /// Decodes a payload into the source's reading. Returns false when it held no usable number.
@@ -242,15 +249,20 @@ public struct FlowEngine: Sendable {
         case .value(let raw):
             let value = source.convert(raw)
             switch source.unit.quantity {
-            case .power where abs(value) > Self.maxPowerW:
-                problem = "\(JSONValue.format(value)) W is not a plausible power"
+            case .power where abs(value) > source.maxPowerW:
+                problem = "\(JSONValue.format(value.rounded())) W is beyond the source's max_power (\(JSONValue.format(source.maxPowerW)) W)"
             case .energy where value < 0 || value > Self.maxEnergyKWh:
                 problem = "\(JSONValue.format(value)) kWh is not a plausible energy counter"
             case .level where !(0...100).contains(value):
                 problem = "\(JSONValue.format(value)) % is outside 0…100"
             default:
-                let age = retained ? source.staleAfterSeconds ?? 0 : 0
-                sources[position].reading = Reading(value: value, at: now.addingTimeInterval(-age))
+                // A retained copy is as old as stale_after at most as far as we know, but never
+                // older than a reading already taken (the broker re-sends it on every reconnect).
+                var at = now
+                if retained, let staleAfter = source.staleAfterSeconds {
+                    at = max(now.addingTimeInterval(-staleAfter), sources[position].reading?.at ?? .distantPast)
+                }
+                sources[position].reading = Reading(value: value, at: at)
                 sources[position].stats.readings += 1
                 return true
             }
@@ -272,7 +284,7 @@ public struct FlowEngine: Sendable {
         }
         guard let reading = sources[source].reading else { return }
         for node in widgets[position].nodes.indices where widgets[position].nodes[node].counter == source {
-            widgets[position].nodes[node].total?.read(counterKWh: reading.value)
+            widgets[position].nodes[node].total?.read(counterKWh: reading.value, at: now, maxPowerW: sources[source].config.maxPowerW)
         }
     }
 
@@ -389,6 +401,8 @@ public struct FlowEngine: Sendable {
 
     mutating func offer(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
         let candidate = content(of: position, at: now, into: &out)
+        // No node has read yet: nothing to show, nothing to complain about.
+        if candidate.inputs == nil, candidate.output == nil, candidate.storage == nil, candidate.exchange == nil { return }
         let name = widgets[position].config.name
         let violations = WidgetContent.flow(candidate).validate(now: now)
         guard violations.isEmpty else {

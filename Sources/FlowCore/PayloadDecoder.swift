@@ -164,7 +164,7 @@ public struct PayloadDecoder: Sendable, Hashable {
             }
             return .invalid(quoted ? "\"\(shown)\" is text, not a number" : "'\(shown)' is not a number")
         }
-        guard value.isFinite else { return .invalid("'\(String(decoding: text, as: UTF8.self))' is out of range") }
+        guard value.isFinite else { return .invalid("'\(String(decoding: text.prefix(40), as: UTF8.self))' is out of range") }
         return .value(value + 0.0)  // -0 reads as 0
     }
 

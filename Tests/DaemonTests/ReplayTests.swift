@@ -195,3 +195,58 @@ import Testing
         #expect(run.out.contains(#""rate":200"#))
     }
 }
+
+@Suite struct StateRobustnessTests {
+    /// States that are JSON but damaged: no crash, the bad entry left out, the rest of the day kept.
+    @Test(arguments: [
+        (#"{"version":1,"day":"2026-06-01","day_start":1e300,"readings":{},"totals":{}}"#, "its day is damaged"),
+        (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{"grid":{"value":5,"t":-1e300}},"totals":{"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the reading of 'grid' is damaged"),
+        (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{},"totals":{"home/exchange":{"kind":"import","kwh":1e308},"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the total of home/exchange is damaged"),
+        (#"{"version":7}"#, "unknown version 7"),
+    ])
+    func damagedStateIsSurvived(state: String, warning: String) throws {
+        let folder = TemporaryFolder()
+        let config = try folder.write("config.yaml", ReplayTests.dayConfig)
+        let statePath = try folder.write("state.json", state)
+        let trace = try folder.write("t.ndjson", [
+            traceLine("2026-06-01T12:00:00+02:00", "pv/power", "1000"), traceLine("2026-06-01T12:00:00+02:00", "grid/power", "100"),
+        ].joined(separator: "\n"))
+        let run = try runFlowbridge(["replay", "--config", config, "--state", statePath, "--final", trace])
+        #expect(run.status == 0, "\(run.err)")
+        #expect(run.err.contains(warning), "\(run.err)")
+        let final = try JSONValue(parsing: String(try #require(run.out.split(separator: "\n").last)))
+        let solarTotal = try #require(final["content"]?["flow"]?["inputs"]?.arrayValue?.first?["total"]?.numberValue)
+        // Where the day itself was readable, its good totals were kept.
+        #expect(solarTotal == (warning.contains("day is damaged") || warning.contains("version") ? 0 : 2.5))
+    }
+
+    /// Stopped before the first message: the state has no day yet, and that is no damage.
+    @Test func aStateWithoutADayIsFine() throws {
+        let folder = TemporaryFolder()
+        let config = try folder.write("config.yaml", ReplayTests.dayConfig)
+        let statePath = folder.url.appendingPathComponent("state.json").path
+        let empty = try folder.write("empty.ndjson", "")
+        #expect(try runFlowbridge(["replay", "--config", config, "--state", statePath, empty]).status == 0)
+        let trace = try folder.write("t.ndjson", traceLine("2026-06-01T12:00:00Z", "grid/power", "100"))
+        let run = try runFlowbridge(["replay", "--config", config, "--state", statePath, trace])
+        #expect(!run.err.contains("warning"), "\(run.err)")
+        let kept = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).filter { $0.contains("corrupt") }
+        #expect(kept.isEmpty)
+    }
+
+    /// After a restore, nothing is pushed with a time before the first message.
+    @Test func noPushIsStampedBeforeTheFirstMessageAfterARestore() throws {
+        let folder = TemporaryFolder()
+        let config = try folder.write("config.yaml", ReplayTests.dayConfig.replacingOccurrences(of: "pv: {topic: pv/power}", with: "pv: {topic: pv/power, stale_after: 90s}"))
+        let statePath = folder.url.appendingPathComponent("state.json").path
+        let morning = try folder.write("m.ndjson", [
+            traceLine("2026-06-01T10:00:00Z", "pv/power", "1000"), traceLine("2026-06-01T10:00:00Z", "grid/power", "100"),
+        ].joined(separator: "\n"))
+        #expect(try runFlowbridge(["replay", "--config", config, "--state", statePath, morning]).status == 0)
+        let afternoon = try folder.write("a.ndjson", traceLine("2026-06-01T15:00:00Z", "grid/power", "200"))
+        let run = try runFlowbridge(["replay", "--config", config, "--state", statePath, afternoon])
+        let times = try run.out.split(separator: "\n").map { try JSONValue(parsing: String($0))["t"]?.stringValue ?? "" }
+        #expect(!times.isEmpty)
+        #expect(times.allSatisfy { $0 >= "2026-06-01T17:00:00+02:00" }, "\(times)")
+    }
+}

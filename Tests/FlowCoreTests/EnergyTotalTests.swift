@@ -35,27 +35,56 @@ import Testing
         #expect(total.closeDay(at: Self.at(1000), maxGapSeconds: 300) == 0)
     }
 
+    /// Counter readings an hour apart.
+    static func reading(_ total: inout EnergyTotal, _ values: Double...) {
+        for value in values {
+            let hour = (total.counter?.lastAt?.timeIntervalSince1970 ?? 0) + 3600
+            total.read(counterKWh: value, at: at(hour))
+        }
+    }
+
     @Test func oneLowCounterSampleIsAGlitchNotAReset() {
         var total = EnergyTotal(spec: .counter(source: "c"))
-        total.read(counterKWh: 100)
-        total.read(counterKWh: 105)
-        total.read(counterKWh: 0)  // a glitch
-        total.read(counterKWh: 106)  // back: nothing was reset
+        Self.reading(&total, 100, 105, 0)  // a glitch
+        Self.reading(&total, 106)  // back: nothing was reset
         #expect(abs(total.energyKWh - 6) < 1e-12)
-        total.read(counterKWh: 1)
-        total.read(counterKWh: 2)  // confirmed: 6 kept, counted again from 1
+        Self.reading(&total, 1, 2)  // confirmed: 6 kept, counted again from 1
         #expect(abs(total.energyKWh - 7) < 1e-12)
         total.closeDay(at: Self.at(0), maxGapSeconds: 300)
-        total.read(counterKWh: 4)
+        Self.reading(&total, 4)
         #expect(abs(total.energyKWh - 2) < 1e-12)
+    }
+
+    /// A jump no plausible power explains (here 8000 kWh in an hour, beyond 100 kW) is held back;
+    /// back to normal, it was a glitch; carried on from, it was real (readings were missed).
+    @Test func anImplausibleJumpWaitsForConfirmation() {
+        var total = EnergyTotal(spec: .counter(source: "c"))
+        Self.reading(&total, 1000, 1001, 9001)
+        #expect(abs(total.energyKWh - 1) < 1e-9)
+        Self.reading(&total, 1001.5)
+        #expect(abs(total.energyKWh - 1.5) < 1e-9)
+        Self.reading(&total, 9001.5, 9002)
+        #expect(abs(total.energyKWh - 8002) < 1e-9)
     }
 
     @Test func aDailyCounterThatJittersIsNotReset() {
         var total = EnergyTotal(spec: .daily(source: "d"))
-        total.read(counterKWh: 5.301)
-        total.read(counterKWh: 5.3)  // formatting noise, not a reset
-        total.read(counterKWh: 5.3)
-        #expect(abs(total.energyKWh - 5.301) < 1e-12)
+        Self.reading(&total, 5)
+        total.closeDay(at: Self.at(0), maxGapSeconds: 300)  // midnight: counting from 5
+        Self.reading(&total, 5.301, 5.3, 5.3)  // formatting noise, not a reset
+        #expect(abs(total.energyKWh - 0.301) < 1e-12)
+    }
+
+    /// Started at night without a state: the daily counter still shows yesterday's yield until the
+    /// inverter wakes and resets it; that yield is not today's.
+    @Test func aDailyCounterLeftOverFromYesterdayIsNotToday() {
+        var night = EnergyTotal(spec: .daily(source: "d"))
+        Self.reading(&night, 5, 5, 0, 0.01, 3)
+        #expect(abs(night.energyKWh - 3) < 1e-12)
+        // But one that was counting when we started, and resets mid-day, keeps its morning.
+        var day = EnergyTotal(spec: .daily(source: "d"))
+        Self.reading(&day, 2, 4, 0, 0.5, 1)
+        #expect(abs(day.energyKWh - 5) < 1e-12)
     }
 }
 
