@@ -22,6 +22,16 @@ struct RunTests {
                 Repository.binary, ["run", "--config", path, "--dry-run"], outputFile: output, environment: environment)
         }
 
+        /// A daemon on `broker` with the test config, its state in its own folder.
+        convenience init(broker: MosquittoBroker, extra: String = "", environment: [String: String] = [:]) throws {
+            let folder = TemporaryFolder()
+            try self.init(
+                config: RunTests.config(port: broker.port, state: folder.url.appendingPathComponent("state.json").path, extra: extra),
+                folder: folder, environment: environment)
+        }
+
+        var statePath: String { folder.url.appendingPathComponent("state.json").path }
+
         var text: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
         var pushes: [JSONValue] { text.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? JSONValue(parsing: String($0)) } }
 
@@ -73,9 +83,7 @@ struct RunTests {
 
     @Test func messagesInPatchesOutAndSIGTERMWritesStateAndOffline() async throws {
         let broker = try await MosquittoBroker()
-        let folder = TemporaryFolder()
-        let state = folder.url.appendingPathComponent("state.json").path
-        let daemon = try Daemon(config: Self.config(port: broker.port, state: state), folder: folder)
+        let daemon = try Daemon(broker: broker)
         #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
         #expect(try await broker.receive(topic: "flowbridge/status").first?.text == "online")
         try await broker.publish(topic: "solar/ac/power", payload: "3200")
@@ -88,15 +96,14 @@ struct RunTests {
         #expect(content["flow"]?["output"]?["rate"] == 1000)
 
         await daemon.stop()
-        let saved = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
+        let saved = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: daemon.statePath))))
         #expect(saved["readings"]?["grid"]?["value"] == -1400)
         #expect(try await broker.receive(topic: "flowbridge/status").first?.text == "offline")
     }
 
     @Test func reconnectsAndResubscribesAfterTheBrokerRestarts() async throws {
         let broker = try await MosquittoBroker()
-        let folder = TemporaryFolder()
-        let daemon = try Daemon(config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path), folder: folder)
+        let daemon = try Daemon(broker: broker)
         #expect(await daemon.waitFor("connected to"))
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":100}"#)
         #expect(await daemon.waitFor(#""rate":100"#))
@@ -112,16 +119,15 @@ struct RunTests {
 
     @Test func aFloodOfGarbageNeitherCrashesNorGrowsMemory() async throws {
         let broker = try await MosquittoBroker()
-        let folder = TemporaryFolder()
-        let daemon = try Daemon(config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path), folder: folder)
+        let daemon = try Daemon(broker: broker)
         #expect(await daemon.waitFor("connected to"))
         // 100,000 garbage payloads, published by one mosquitto_pub reading lines from a file.
         let lines = (0..<100_000).map { index in ["nan", "{broken", "\"W\"", "1e999", "", "☀️", "-", "{\"total_act_power\":\"x\"}"][index % 8] }
-        let file = try folder.write("garbage.txt", lines.joined(separator: "\n") + "\n")
+        let file = try daemon.folder.write("garbage.txt", lines.joined(separator: "\n") + "\n")
         let before = daemon.peakRSSKilobytes ?? 0
         let publisher = try ChildProcess(
             "/usr/bin/mosquitto_pub", broker.clientArguments + ["-t", "shellypro3em-abc/status/em:0", "-l", "-q", "1"],
-            outputFile: folder.url.appendingPathComponent("pub.log").path, standardInput: file)
+            outputFile: daemon.folder.url.appendingPathComponent("pub.log").path, standardInput: file)
         #expect(await publisher.waitForExit(timeout: .seconds(60)))
         // A last good reading gets through, so everything before it was processed.
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":4242}"#)
@@ -153,9 +159,7 @@ struct RunTests {
         #expect(bound == 0)
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let daemon = try Daemon(
-            config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path), folder: folder,
-            environment: ["NOTIFY_SOCKET": socketPath])
+        let daemon = try Daemon(broker: broker, environment: ["NOTIFY_SOCKET": socketPath])
         var buffer = [UInt8](repeating: 0, count: 512)
         let count = recv(fd, &buffer, buffer.count, 0)
         let message = count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : ""
@@ -173,7 +177,7 @@ struct RunTests {
         let folder = TemporaryFolder()
         let password = try folder.write("mqtt-password", "s3cret pass\n")
         let extra = ", username: meter, password_file: \(password), tls: {ca_file: \(tls.caFile)}"
-        let daemon = try Daemon(config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path, extra: extra), folder: folder)
+        let daemon = try Daemon(broker: broker, extra: extra)
         #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":321}"#)
         #expect(await daemon.waitFor(#""rate":321"#), "\(daemon.text)")
@@ -181,9 +185,8 @@ struct RunTests {
         await daemon.stop()
 
         // The wrong CA: refused, and the log says why; nothing is received.
-        let wrong = TemporaryFolder()
         let wrongExtra = ", username: meter, password_file: \(password), tls: {ca_file: \(tls.wrongCAFile)}"
-        let refused = try Daemon(config: Self.config(port: broker.port, state: wrong.url.appendingPathComponent("s.json").path, extra: wrongExtra), folder: wrong)
+        let refused = try Daemon(broker: broker, extra: wrongExtra)
         #expect(await refused.waitFor("certificate verify failed"), "\(refused.text)")
         #expect(!refused.text.contains("connected to"))
         await refused.stop()
@@ -191,18 +194,15 @@ struct RunTests {
 
     @Test func sighupReloadsAndABrokenConfigKeepsTheOldOne() async throws {
         let broker = try await MosquittoBroker()
-        let folder = TemporaryFolder()
-        let state = folder.url.appendingPathComponent("s.json").path
-        let daemon = try Daemon(config: Self.config(port: broker.port, state: state), folder: folder)
+        let daemon = try Daemon(broker: broker)
         #expect(await daemon.waitFor("connected to"))
-        let path = folder.url.appendingPathComponent("config.yaml").path
-        _ = try folder.write("config.yaml", "sources: [broken")
+        let path = try daemon.folder.write("config.yaml", "sources: [broken")
         daemon.process.send(SIGHUP)
         #expect(await daemon.waitFor("the running config stays"), "\(daemon.text)")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":250}"#)
         #expect(await daemon.waitFor(#""rate":250"#))
         // A good config with a new label takes over, and the day goes on.
-        _ = try folder.write("config.yaml", Self.config(port: broker.port, state: state).replacingOccurrences(of: "name: Grid", with: "name: Netz"))
+        _ = try daemon.folder.write("config.yaml", Self.config(port: broker.port, state: daemon.statePath).replacingOccurrences(of: "name: Grid", with: "name: Netz"))
         daemon.process.send(SIGHUP)
         #expect(await daemon.waitFor("reload: \(path) loaded"), "\(daemon.text)")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":260}"#)
@@ -210,7 +210,7 @@ struct RunTests {
         await daemon.stop()
     }
 
-    @Test func victronKeepaliveIsPublishedOnItsInterval() async throws {
+    @Test func victronKeepaliveGoesOutAtOnceOnConnecting() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
         let keepalive = "R/c0619ab1d2e3/keepalive"
@@ -246,8 +246,7 @@ struct RunTests {
     /// While a graceful stop waits (here on a frozen broker), a second signal ends it at once.
     @Test func aSecondSignalExitsAtOnce() async throws {
         let broker = try await MosquittoBroker()
-        let folder = TemporaryFolder()
-        let daemon = try Daemon(config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path), folder: folder)
+        let daemon = try Daemon(broker: broker)
         #expect(await daemon.waitFor("connected to"))
         let brokerPID = try #require(broker.processIdentifier)
         kill(brokerPID, SIGSTOP)
