@@ -145,7 +145,8 @@ public struct FlowEngine: Sendable {
     /// Takes one MQTT message received at `now`.
     ///
     /// A `retained` message is the broker's copy of an old publish, hours old perhaps: it counts as
-    /// already stale for a source with `stale_after` (its first live update refreshes it), and
+    /// already stale for a source with `stale_after` (its first live update refreshes it), though
+    /// never older than a reading already taken (the broker re-sends it on every reconnect), and
     /// nothing is integrated from it. (The daemon passes false when MQTT 5 message expiry vouches
     /// for it.)
     public mutating func receive(topic: String, payload: [UInt8], at now: Date, retained: Bool = false) -> [Output] {
