@@ -93,10 +93,11 @@ public struct EnergyTotal: Sendable, Equatable {
 
 /// The bookkeeping of a device's energy counter against flowbridge's day.
 ///
-/// today = carried + (last − baseline). One sample can be a glitch, so an odd reading is only
-/// believed when the next one confirms it (as evcc does), and until then the day's energy stays as
-/// it was: a counter that goes backwards is a device reset once confirmed, and a jump no plausible
-/// power explains is taken once the counter carries on from there.
+/// today = carried + (last − baseline). One sample can be a glitch, so an odd reading (a drop, or a
+/// rise no plausible power explains) is only believed when the next one carries on from it (as
+/// evcc does); until then the day's energy stays as it was. A confirmed drop is a device reset, a
+/// confirmed jump a new count (a swapped meter, a reboot that read it again): either way the energy
+/// counted so far is kept and counting goes on from the new value.
 public struct CounterTrack: Sendable, Equatable {
     /// True for the device's own daily counters, which count again from 0 after a reset; a lifetime
     /// counter that drops is counted again from the value it dropped to.
@@ -155,21 +156,19 @@ public struct CounterTrack: Sendable, Equatable {
             accept(max(previous, value), at: now)
             return
         }
-        // One odd sample: wait for the next. (A suspect of the other kind is replaced.)
-        guard let candidate = suspect, (candidate < previous) == drop else {
+        // One odd sample: wait for the next, which has to carry on from it.
+        guard let candidate = suspect, value >= candidate - Self.noise(at: candidate),
+            !isImplausibleRise(from: candidate, to: value, at: now, maxPowerW: maxPowerW)
+        else {
             suspect = value
             return
         }
-        if drop {
-            // A confirmed reset: keep what was counted, count again from where the device restarted.
-            carried = todayKWh  // an assumed value that never moved counts nothing
-
-            baseline = restartsFromZero ? 0 : min(candidate, value)
-            assumedFrom = nil
-        } else if value < candidate - Self.noise(at: candidate) {
-            suspect = value  // two different jumps: still glitching
-            return
-        }
+        // Confirmed: the device restarted (a drop) or its count moved for good (a swap, a reboot
+        // that read the meter again). What was counted stays; counting goes on from the new value,
+        // and the jump itself is no energy.
+        carried = todayKWh  // an assumed value that never moved counts nothing
+        baseline = drop && restartsFromZero ? 0 : candidate
+        assumedFrom = nil
         suspect = nil
         accept(value, at: now)
     }

@@ -80,6 +80,10 @@ public struct SourceConfig: Sendable, Equatable {
         self.maxPowerW = maxPowerW
     }
 
+    /// The longest silence a total integrates across: `max_gap`, or `stale_after` when shorter (a
+    /// reading the widget no longer shows is no energy either).
+    public var integrationGapSeconds: Double { min(maxGapSeconds, staleAfterSeconds ?? .infinity) }
+
     /// The reading in flowbridge's units with the widget's sign.
     public func convert(_ raw: Double) -> Double {
         let value = raw * unit.factor * scale

@@ -115,7 +115,7 @@ public struct FlowEngine: Sendable {
                 let gapSources = terms.map(\.source) + (counter.map { [$0] } ?? [])
                 return NodeState(
                     place: place, config: node, terms: terms, level: node.level.map { index[$0]! }, counter: counter,
-                    maxGapSeconds: gapSources.map { config.sources[$0].maxGapSeconds }.min() ?? SourceConfig.defaultMaxGapSeconds,
+                    maxGapSeconds: gapSources.map { config.sources[$0].integrationGapSeconds }.min() ?? SourceConfig.defaultMaxGapSeconds,
                     total: node.total.map(EnergyTotal.init(spec:)))
             }
             // The derived output reads every rate the others read; its gap is the tightest of theirs.
@@ -130,7 +130,7 @@ public struct FlowEngine: Sendable {
                 let old = nodes[balance]
                 nodes[balance] = NodeState(
                     place: old.place, config: old.config, terms: [], level: nil, counter: old.counter,
-                    maxGapSeconds: rateSources.map { config.sources[$0].maxGapSeconds }.min() ?? old.maxGapSeconds,
+                    maxGapSeconds: rateSources.map { config.sources[$0].integrationGapSeconds }.min() ?? old.maxGapSeconds,
                     total: old.total)
             }
             let reads = rateSources.union(nodes.compactMap(\.level)).union(nodes.compactMap(\.counter))
@@ -257,11 +257,12 @@ public struct FlowEngine: Sendable {
             case .level where !(0...100).contains(value):
                 problem = "\(JSONValue.format(value)) % is outside 0…100"
             default:
-                // A retained copy is as old as stale_after at most as far as we know, but never
-                // older than a reading already taken (the broker re-sends it on every reconnect).
                 var at = now
-                if retained, let staleAfter = source.staleAfterSeconds {
-                    at = max(now.addingTimeInterval(-staleAfter), sources[position].reading?.at ?? .distantPast)
+                if retained {
+                    // The broker re-sends its retained copy on every reconnect: a fresh reading
+                    // is newer than it. Otherwise the copy may be hours old: stale at once.
+                    if sources[position].reading != nil, !sources[position].isStale(at: now) { return false }
+                    at = now.addingTimeInterval(-(source.staleAfterSeconds ?? 0))
                 }
                 sources[position].reading = Reading(value: value, at: at)
                 sources[position].stats.readings += 1
@@ -350,7 +351,7 @@ public struct FlowEngine: Sendable {
             }
             var level: Double?
             if let source = node.level, let reading = sources[source].reading {
-                level = PatchPolicy.quantize(reading.value, step: policy.levelStep)
+                level = min(100, max(0, PatchPolicy.quantize(reading.value, step: policy.levelStep)))
             }
             let shown = FlowNode(
                 name: node.config.name, rate: PatchPolicy.quantize(rate, step: policy.rateStep), total: total,
@@ -402,9 +403,17 @@ public struct FlowEngine: Sendable {
 
     mutating func offer(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
         let candidate = content(of: position, at: now, into: &out)
-        // No node has read yet: nothing to show, nothing to complain about.
-        if candidate.inputs == nil, candidate.output == nil, candidate.storage == nil, candidate.exchange == nil { return }
         let name = widgets[position].config.name
+        if candidate.inputs == nil, candidate.output == nil, candidate.storage == nil, candidate.exchange == nil {
+            // Nothing to show: quiet before the first reading; later (every slot cleared as stale)
+            // the widget cannot be sent an empty flow, so it keeps its last document, and the log says so.
+            if widgets[position].policy.delivered != nil {
+                note(.warning, key: "cleared:\(name)", at: now, into: &out) {
+                    "widget '\(name)': every slot is stale and cleared; the widget keeps showing its last document"
+                }
+            }
+            return
+        }
         let violations = WidgetContent.flow(candidate).validate(now: now)
         guard violations.isEmpty else {
             note(.error, key: "invalid:\(name)", at: now, into: &out) {
@@ -429,6 +438,17 @@ public struct FlowEngine: Sendable {
     mutating func advanceDay(to now: Date, into out: inout [Output]) {
         guard var current = day else {
             day = zone.day(containing: now)
+            return
+        }
+        if now < current.start {
+            // The clock went back past midnight (NTP correcting a clock that ran ahead, or a state
+            // saved under such a clock): the energy counted is this day's, under its right date.
+            let corrected = zone.day(containing: now)
+            let zoneName = zone.identifier
+            note(.warning, key: "clock", at: now, into: &out) {
+                "the clock went back to before \(current.date) (\(zoneName)); the totals count on as \(corrected.date)"
+            }
+            day = corrected
             return
         }
         guard now >= current.end else { return }

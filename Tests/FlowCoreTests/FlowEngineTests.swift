@@ -323,3 +323,58 @@ func homeConfig(policy: PatchPolicyConfig = eager, staleAfter: Double? = nil, gr
         #expect(abs(home.engine.snapshot()["totals"]!["w/output"]!["kwh"]!.numberValue! - 0.3) < 1e-9)
     }
 }
+
+@Suite struct SecondReviewTests {
+    @Test func aRetainedCopyNeverReplacesAFresherLiveValue() {
+        var home = EngineHarness(homeConfig(staleAfter: 60))
+        home.send("shellypro3em/status/em:0", #"{"total_act_power":900}"#, at: 0)
+        home.record(home.engine.receive(
+            topic: "shellypro3em/status/em:0", payload: Array(#"{"total_act_power":500}"#.utf8), at: Date(timeIntervalSince1970: 5), retained: true))
+        #expect(home.engine.readings["grid"]?.value == 900)
+    }
+
+    @Test func aLevelStepThatDoesNotDivide100StillShowsAValidLevel() {
+        var policy = eager
+        policy.levelStep = 8
+        var home = EngineHarness(homeConfig(policy: policy))
+        home.send("evcc/site/battery/power", "-500", at: 0)
+        home.send("evcc/site/battery/soc", "100", at: 1)
+        home.send("evcc/site/battery/power", "800", at: 2)
+        #expect(home.shown?["flow"]?["storage"]?["level"] == 100)
+        #expect(home.rate("storage") == -800)  // not frozen by a rejected document
+    }
+
+    @Test func aClockBackPastMidnightCountsOnUnderTheRightDay() throws {
+        let config = FlowConfig(
+            sources: [source("load", "p")],
+            widgets: [FlowWidgetConfig(name: "home", output: node("load", total: .integrate), policy: eager)])
+        var home = EngineHarness(config)
+        let day = 86_400.0 * 20_600  // a UTC midnight
+        for t in stride(from: day + 86_400 + 36_000, through: day + 86_400 + 43_200, by: 60) { home.send("p", "1000", at: t) }  // a day ahead
+        for t in stride(from: day + 43_200, through: day + 86_400 + 3600, by: 60) { home.send("p", "1000", at: t) }  // NTP: the real time
+        #expect(home.diagnostics.contains { $0.message.contains("the clock went back") })
+        let closed = try #require(home.engine.lastClosedDay)
+        #expect(closed.date == CivilDate(daysSinceEpoch: 20_600))  // the real midnight reset the day
+        #expect(abs(home.total("output")! - 1) < 0.002)
+    }
+
+    @Test func aStaleReadingIsNoEnergyEvenWithinMaxGap() {
+        let config = FlowConfig(
+            sources: [source("grid", "g", staleAfter: 20)],
+            widgets: [FlowWidgetConfig(name: "w", exchange: node("grid", total: .imported, whenStale: .zero), policy: eager)])
+        var meter = EngineHarness(config)
+        meter.send("g", "3600", at: 0)
+        meter.send("g", "3600", at: 200)  // shown as 0 from 20 s on: the 200 s are not integrated
+        #expect(meter.total("exchange") == 0)
+    }
+
+    @Test func aWidgetWhoseEverySlotIsClearedSaysSo() {
+        let config = FlowConfig(
+            sources: [source("grid", "g", staleAfter: 20)],
+            widgets: [FlowWidgetConfig(name: "w", exchange: node("grid", whenStale: .clear), policy: eager)])
+        var meter = EngineHarness(config)
+        meter.send("g", "800", at: 0)
+        meter.run(until: 30)
+        #expect(meter.diagnostics.contains { $0.level == .warning && $0.message.contains("every slot is stale") })
+    }
+}
