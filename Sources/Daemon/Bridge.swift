@@ -14,6 +14,8 @@ final class Bridge: Sendable {
         var output = OutputBuffer()
         var lastSave: Date?
         var dirty = false
+        /// When a failed save was last logged: a full disk is said once a minute, not every second.
+        var lastSaveError: Date?
     }
 
     let state: Mutex<State>
@@ -75,26 +77,35 @@ final class Bridge: Sendable {
         try state.withLock { state throws(StateError) in
             var engine = FlowEngine(config: config.flow, zone: zone)
             try engine.restore(state.engine.snapshot())
+            engine.adoptDeliveries(from: state.engine)
             state.engine = engine
             state.zone = zone
         }
     }
 
-    /// Writes the state now (at shutdown).
-    func flush(at now: Date) {
+    /// Writes the state now (at shutdown); false when it could not be written.
+    @discardableResult
+    func flush(at now: Date) -> Bool {
         state.withLock { state in
             state.output.flush()
-            save(&state, at: now)
+            return save(&state, at: now)
         }
     }
 
-    private func save(_ state: inout State, at now: Date) {
+    @discardableResult
+    private func save(_ state: inout State, at now: Date) -> Bool {
         do {
             try store.save(state.engine.snapshot())
             state.lastSave = now
             state.dirty = false
+            state.lastSaveError = nil
+            return true
         } catch {
-            log.log(.error, "cannot write the state: \(error)")
+            if state.lastSaveError.map({ now.timeIntervalSince($0) >= 60 || now < $0 }) ?? true {
+                log.log(.error, "cannot write the state: \(error)")
+                state.lastSaveError = now
+            }
+            return false
         }
     }
 

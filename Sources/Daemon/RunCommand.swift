@@ -94,8 +94,11 @@ struct RunCommand {
             }
             group.cancelAll()
         }
-        bridge.flush(at: Date())
-        log.log(.info, "stopped; state written to \(store.path)")
+        if bridge.flush(at: Date()) {
+            log.log(.info, "stopped; state written to \(store.path)")
+        } else {
+            log.log(.error, "stopped; the state could not be written to \(store.path) (see above)")
+        }
         return 0
     }
 

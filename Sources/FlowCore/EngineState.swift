@@ -64,11 +64,13 @@ extension FlowEngine {
             }
             restoredDay = day
         }
+        // Nothing in a state can be later than the end of its day.
+        let times = Self.plausibleSeconds.lowerBound...(restoredDay?.end.timeIntervalSince1970 ?? Self.plausibleSeconds.upperBound)
         var restoredSources = sources
         for (name, value) in state["readings"]?.objectValue ?? [:] {
             guard let position = restoredSources.firstIndex(where: { $0.config.name == name }) else { continue }
             let source = restoredSources[position].config
-            guard let number = value["value"]?.numberValue, let at = value["t"]?.numberValue, Self.plausibleSeconds.contains(at),
+            guard let number = value["value"]?.numberValue, let at = value["t"]?.numberValue, times.contains(at),
                 Self.isPlausible(number, for: source)
             else {
                 skip("the reading of '\(name)'")
@@ -78,11 +80,13 @@ extension FlowEngine {
         }
         var restoredWidgets = widgets
         let saved = state["totals"]?.objectValue ?? [:]
+        // No node can see more energy in a day than all sources at their max_power for 25 hours.
+        let maxDayKWh = config.sources.map(\.maxPowerW).reduce(0, +) * 25 / 1000
         for position in restoredWidgets.indices where restoredDay != nil {
             for node in restoredWidgets[position].nodes.indices {
                 let key = "\(restoredWidgets[position].config.name)/\(restoredWidgets[position].nodes[node].place)"
                 guard let spec = restoredWidgets[position].nodes[node].total?.spec, let value = saved[key] else { continue }
-                switch EnergyTotal.restored(from: value, spec: spec) {
+                switch EnergyTotal.restored(from: value, spec: spec, maxDayKWh: maxDayKWh, times: times) {
                 case .restored(let total): restoredWidgets[position].nodes[node].total = total
                 case .otherKind: break
                 case .damaged: skip("the total of \(key)")
@@ -147,7 +151,7 @@ extension EnergyTotal {
     }
 
     /// Reads a saved total, checking every number: a damaged entry must not become a day's energy.
-    static func restored(from json: JSONValue, spec: TotalSpec) -> Restored {
+    static func restored(from json: JSONValue, spec: TotalSpec, maxDayKWh: Double, times: ClosedRange<Double>) -> Restored {
         guard json["kind"]?.stringValue == spec.description else { return .otherKind }
         let energyRange = 0...FlowEngine.maxEnergyKWh
         func number(_ key: String, in range: ClosedRange<Double>) -> Double?? {
@@ -155,13 +159,15 @@ extension EnergyTotal {
             guard let number = value.numberValue, range.contains(number) else { return nil }  // damaged
             return .some(number)
         }
-        guard let energy = number("kwh", in: energyRange), let energy,
-            let lastT = number("last_t", in: FlowEngine.plausibleSeconds),
+        guard let energy = number("kwh", in: 0...maxDayKWh), let energy,
+            let lastT = number("last_t", in: times),
             let lastRate = number("last_rate", in: -1e9...1e9),
             let baseline = number("baseline", in: energyRange), let last = number("last", in: energyRange),
-            let counterT = number("counter_t", in: FlowEngine.plausibleSeconds),
-            let carried = number("carried", in: energyRange), let suspect = number("suspect", in: energyRange),
-            let assumedFrom = number("assumed_from", in: energyRange)
+            let counterT = number("counter_t", in: times),
+            let carried = number("carried", in: 0...maxDayKWh), let suspect = number("suspect", in: energyRange),
+            let assumedFrom = number("assumed_from", in: energyRange),
+            // A counter's last reading comes with the baseline it counts from, and is not below it.
+            (last == nil) == (baseline == nil), (last ?? 0) >= (baseline ?? 0) - CounterTrack.noise(at: baseline ?? 0)
         else { return .damaged }
         var total = EnergyTotal(spec: spec)
         total.energyKWh = energy

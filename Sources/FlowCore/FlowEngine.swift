@@ -226,10 +226,14 @@ public struct FlowEngine: Sendable {
         return all
     }
 
-    /// Forgets what the widgets were sent, so each gets its full content with the next push
-    /// (after a delivery failure left the widget's state in doubt).
-    public mutating func resynchronize() {
-        for position in widgets.indices { widgets[position].policy.reset() }
+    /// Takes over what the widgets of `old` (the engine of a config being reloaded) were sent, for
+    /// widgets of the same name: the next push is a patch from what each widget shows.
+    public mutating func adoptDeliveries(from old: FlowEngine) {
+        for position in widgets.indices {
+            if let previous = old.widgets.first(where: { $0.config.name == widgets[position].config.name }) {
+                widgets[position].policy.adopt(previous.policy)
+            }
+        }
     }
 
     // MARK: - Readings

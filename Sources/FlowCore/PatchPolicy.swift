@@ -62,9 +62,11 @@ public struct PatchPolicy: Sendable {
         return nil
     }
 
-    /// Forgets what was delivered, so that the next offer pushes the full content.
-    public mutating func reset() {
-        delivered = nil
+    /// Takes over what another policy (of a config being replaced) delivered, so that the next push
+    /// is the patch from what the widget shows, not a full document.
+    public mutating func adopt(_ other: PatchPolicy) {
+        delivered = other.delivered
+        lastPushAt = other.lastPushAt
         deadline = nil
     }
 

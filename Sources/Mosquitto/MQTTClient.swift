@@ -70,10 +70,10 @@ public final class MQTTClient: Sendable {
         try connection.publish(topic: topic, payload: payload, qos: qos, retain: retain)
     }
 
-    /// Orderly stop: publishes `finalMessage` (QoS 1, waiting up to 2 s for the broker's ack) when
+    /// Orderly stop: publishes `finalMessage` (QoS 1, waiting up to 1.5 s for the broker's ack) when
     /// connected, disconnects (so the broker does NOT publish the will), joins the network thread,
     /// and finishes `events` (buffered events are still delivered, then `nil`). Blocks the caller
-    /// until done: about a second at most, plus up to 2 s waiting for the final message's ack.
+    /// until done: about a second at most, plus up to 1.5 s waiting for the final message's ack.
     /// Idempotent.
     public func stop(finalMessage: (topic: String, payload: [UInt8], retain: Bool)? = nil) {
         connection.stop(finalMessage: finalMessage)
@@ -90,8 +90,9 @@ private let messageExpiryIntervalProperty: Int32 = 2
 /// `SSL_VERIFY_NONE` from OpenSSL, for `mosquitto_tls_opts_set` (the default is `SSL_VERIFY_PEER`).
 private let sslVerifyNone: Int32 = 0
 
-/// How long `stop(finalMessage:)` waits for the broker to acknowledge the final message.
-private let finalMessageTimeout = DispatchTimeInterval.seconds(2)
+/// How long `stop(finalMessage:)` waits for the broker to acknowledge the final message: short
+/// enough that a whole stop, the network thread's join included, stays within the daemon's 2 s.
+private let finalMessageTimeout = DispatchTimeInterval.milliseconds(1500)
 
 /// The longest the network thread sits in `select()`; bounds how late it notices `stop()` while a
 /// connect is pending. Publishes and disconnects wake it at once through libmosquitto's socket pair.

@@ -203,6 +203,8 @@ import Testing
         (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{"grid":{"value":5,"t":-1e300}},"totals":{"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the reading of 'grid' is damaged"),
         (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{},"totals":{"home/exchange":{"kind":"import","kwh":1e308},"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the total of home/exchange is damaged"),
         (#"{"version":7}"#, "unknown version 7"),
+        (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{"grid":{"value":2500,"t":4102444800}},"totals":{"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the reading of 'grid' is damaged"),
+        (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{},"totals":{"home/exchange":{"kind":"import","kwh":123456789},"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the total of home/exchange is damaged"),
     ])
     func damagedStateIsSurvived(state: String, warning: String) throws {
         let folder = TemporaryFolder()

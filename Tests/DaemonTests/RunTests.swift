@@ -200,13 +200,22 @@ struct RunTests {
         daemon.process.send(SIGHUP)
         #expect(await daemon.waitFor("the running config stays"), "\(daemon.text)")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":250}"#)
-        #expect(await daemon.waitFor(#""rate":250"#))
-        // A good config with a new label takes over, and the day goes on.
-        _ = try daemon.folder.write("config.yaml", Self.config(port: broker.port, state: daemon.statePath).replacingOccurrences(of: "name: Grid", with: "name: Netz"))
+        try await broker.publish(topic: "evcc/site/battery/power", payload: "-300")
+        #expect(await daemon.waitFor(#""rate":300"#))
+        // A good config with a new label and no storage takes over, and the day goes on; the widget
+        // gets the patch from what it shows (the storage slot cleared), not a new full document.
+        let reloaded = Self.config(port: broker.port, state: daemon.statePath)
+            .replacingOccurrences(of: "name: Grid", with: "name: Netz")
+            .replacingOccurrences(of: "      storage: {name: Battery, rate: battery}\n", with: "")
+        #expect(!reloaded.contains("storage"))
+        _ = try daemon.folder.write("config.yaml", reloaded)
         daemon.process.send(SIGHUP)
         #expect(await daemon.waitFor("reload: \(path) loaded"), "\(daemon.text)")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":260}"#)
         #expect(await daemon.waitFor(#""name":"Netz""#), "\(daemon.text)")
+        let patch = try #require(daemon.pushes.compactMap { $0["patch"]?["content"] }.first { $0["flow"]?["exchange"]?["name"] == "Netz" })
+        #expect(patch["template"] == nil, "\(patch)")  // a patch, not a full document
+        #expect(patch["flow"]?["storage"] == .null, "\(patch)")  // the slot the new config dropped
         await daemon.stop()
     }
 
