@@ -16,6 +16,8 @@ final class Bridge: Sendable {
         var dirty = false
         /// When a failed save was last logged: a full disk is said once a minute, not every second.
         var lastSaveError: Date?
+        /// Whether a failing standard output was reported (once is enough: its reader is gone).
+        var outputFailureLogged = false
     }
 
     let state: Mutex<State>
@@ -57,7 +59,7 @@ final class Bridge: Sendable {
                     retained: message.retained && message.messageExpirySeconds == nil)
             state.dirty = true
             emit(outputs, into: &state)
-            if flush { state.output.flush() }
+            if flush { self.flush(&state.output, logged: &state.outputFailureLogged) }
         }
     }
 
@@ -65,7 +67,7 @@ final class Bridge: Sendable {
     func tick(at now: Date, saveInterval: Double = 5) {
         state.withLock { state in
             emit(state.engine.tick(through: now), into: &state)
-            state.output.flush()
+            flush(&state.output, logged: &state.outputFailureLogged)
             if state.dirty, state.lastSave.map({ now.timeIntervalSince($0) >= saveInterval || now < $0 }) ?? true {
                 save(&state, at: now)
             }
@@ -89,6 +91,15 @@ final class Bridge: Sendable {
         state.withLock { state in
             state.output.flush()
             return save(&state, at: now)
+        }
+    }
+
+    /// Writes the pushes out; says once when standard output stopped taking them.
+    private func flush(_ output: inout OutputBuffer, logged: inout Bool) {
+        output.flush()
+        if let failure = output.failure, !logged {
+            log.log(.error, "standard output does not take the pushes any more (\(failure)); they are lost until a restart")
+            logged = true
         }
     }
 

@@ -175,6 +175,8 @@ public enum Commands {
 /// Buffered standard output: replay writes many short lines.
 struct OutputBuffer {
     var bytes: [UInt8] = []
+    /// Why standard output stopped taking lines (its reader went away), once it has.
+    private(set) var failure: String?
 
     mutating func line(_ text: String) {
         line { $0.append(contentsOf: text.utf8) }
@@ -191,7 +193,11 @@ struct OutputBuffer {
         var offset = 0
         while offset < bytes.count {
             let count = bytes[offset...].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
-            if count < 0 { if errno == EINTR { continue } else { break } }
+            if count < 0 {
+                if errno == EINTR { continue }
+                failure = failure ?? String(cString: strerror(errno))
+                break
+            }
             offset += count
         }
         bytes.removeAll(keepingCapacity: true)

@@ -16,6 +16,8 @@ struct RunCommand {
     let log: Logger
 
     func run() async -> Int32 {
+        // A reader of standard output that goes away is reported (Bridge), not a reason to die.
+        signal(SIGPIPE, SIG_IGN)
         guard var config = Commands.loadConfig(configPath) else { return Commands.configError }
         let zone = Commands.zone(of: config)
         let store = StateStore(path: config.stateFile ?? StateStore.defaultPath())
@@ -142,11 +144,17 @@ struct RunCommand {
             log.log(.error, "reload: \(configPath) is broken (see above); the running config stays")
             return
         }
-        if fresh.mqtt != config.mqtt || subscriptions(of: fresh) != subscriptions(of: config) {
-            log.log(.warning, "reload: broker settings or topics changed; they take effect at the next restart")
+        // What the running daemon was started with stays until a restart: say which of it changed.
+        let pending = [
+            ("broker settings", fresh.mqtt != config.mqtt), ("topics", subscriptions(of: fresh) != subscriptions(of: config)),
+            ("keepalive", fresh.keepalives != config.keepalives), ("state_file", fresh.stateFile != config.stateFile),
+            ("timezone", fresh.timezone != config.timezone),
+        ].filter(\.1).map(\.0)
+        if !pending.isEmpty {
+            log.log(.warning, "reload: \(pending.joined(separator: ", ")) changed; that takes effect at the next restart")
         }
         do {
-            try bridge.replaceEngine(config: fresh, zone: Commands.zone(of: fresh))
+            try bridge.replaceEngine(config: fresh, zone: Commands.zone(of: config))
             config = fresh
             log.log(.info, "reload: \(configPath) loaded")
         } catch {

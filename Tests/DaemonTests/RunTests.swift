@@ -269,6 +269,34 @@ struct RunTests {
         #expect(daemon.process.exitCode == 1)
     }
 
+    /// The reader of standard output goes away: said once in the log, and the daemon runs on.
+    @Test func aVanishedStdoutReaderIsReportedOnce() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let config = try folder.write("config.yaml", Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path))
+        let errors = folder.url.appendingPathComponent("err.log").path
+        #expect(FileManager.default.createFile(atPath: errors, contents: nil))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Repository.binary)
+        process.arguments = ["run", "--config", config, "--dry-run"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+        try process.run()
+        defer { kill(process.processIdentifier, SIGKILL) }
+        try output.fileHandleForReading.close()
+        func log() -> String { (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "" }
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while !log().contains("connected to"), clock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        for watts in [100, 200, 300] {
+            try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":\#(watts)}"#)
+        }
+        while !log().contains("standard output does not take"), clock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(log().components(separatedBy: "standard output does not take").count == 2, "\(log())")
+        #expect(process.isRunning)
+    }
+
     @Test func systemdUnitVerifies() throws {
         let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first { FileManager.default.isExecutableFile(atPath: $0) }
         let tool = try #require(analyze, "systemd-analyze is missing: make test installs systemd")
