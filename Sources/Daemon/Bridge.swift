@@ -33,20 +33,7 @@ final class Bridge: Sendable {
     /// Builds the engine for `config` and restores the saved day into it.
     static func engine(for config: DaemonConfig, zone: any LocalTimeZone, store: StateStore, log: Logger) -> FlowEngine {
         var engine = FlowEngine(config: config.flow, zone: zone)
-        switch store.load() {
-        case .none:
-            log.log(.info, "no saved state at \(store.path): starting the day fresh")
-        case .state(let saved):
-            do {
-                try engine.restore(saved).forEach(log.log)
-                log.log(.info, "continuing the day \(engine.day?.description ?? "?") from \(store.path)")
-            } catch {
-                let kept = store.keepAside()
-                log.log(.warning, "state \(store.path) cannot be used (\(error)); \(kept.map { "kept as \($0), " } ?? "")starting a fresh day")
-            }
-        case .corrupt(let reason, let keptAt):
-            log.log(.warning, "state \(store.path) is unreadable (\(reason)); \(keptAt.map { "kept as \($0), " } ?? "")starting a fresh day")
-        }
+        store.restore(into: &engine, log: log)
         return engine
     }
 
@@ -58,7 +45,7 @@ final class Bridge: Sendable {
                     topic: message.topic, payload: message.payload, at: now,
                     retained: message.retained && message.messageExpirySeconds == nil)
             state.dirty = true
-            emit(outputs, into: &state)
+            state.output.write(outputs, zone: state.zone, log: log)
             if flush { self.flush(&state.output, logged: &state.outputFailureLogged) }
         }
     }
@@ -66,7 +53,7 @@ final class Bridge: Sendable {
     /// Lets time pass: deadlines, and a save of the state at most every `saveInterval`.
     func tick(at now: Date, saveInterval: Double = 5) {
         state.withLock { state in
-            emit(state.engine.tick(through: now), into: &state)
+            state.output.write(state.engine.tick(through: now), zone: state.zone, log: log)
             flush(&state.output, logged: &state.outputFailureLogged)
             if state.dirty, state.lastSave.map({ now.timeIntervalSince($0) >= saveInterval || now < $0 }) ?? true {
                 save(&state, at: now)
@@ -117,18 +104,6 @@ final class Bridge: Sendable {
                 state.lastSaveError = now
             }
             return false
-        }
-    }
-
-    private func emit(_ outputs: [FlowEngine.Output], into state: inout State) {
-        for output in outputs {
-            switch output {
-            case .push(let widget, let at, let push):
-                let zone = state.zone
-                state.output.line { Replay.writePushLine(widget: widget, at: at, patch: push.patch, zone: zone, to: &$0) }
-            case .diagnostic(let diagnostic):
-                log.log(diagnostic)
-            }
         }
     }
 }

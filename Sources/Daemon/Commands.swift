@@ -119,19 +119,7 @@ public enum Commands {
         let zone = zone(of: config)
         var replay = Replay(config: config.flow, zone: zone)
         let store = arguments.state.map(StateStore.init(path:))
-        if let store {
-            switch store.load() {
-            case .none: break
-            case .state(let state):
-                do {
-                    try replay.restore(state).forEach(log.log)
-                } catch {
-                    log.log(.warning, "state \(store.path) cannot be used (\(error)); \(store.keepAside().map { "kept as \($0), " } ?? "")starting a fresh day")
-                }
-            case .corrupt(let reason, let keptAt):
-                log.log(.warning, "state \(store.path) is unreadable (\(reason)); \(keptAt.map { "kept as \($0), " } ?? "")starting a fresh day")
-            }
-        }
+        if let store { replay.restore(from: store, log: log) }
         let fd: Int32 = trace == "-" ? 0 : open(trace, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             printError("flowbridge: \(FileError(trace))")
@@ -139,15 +127,7 @@ public enum Commands {
         }
         defer { if fd != 0 { close(fd) } }
         var output = OutputBuffer()
-        func emit(_ items: [FlowEngine.Output]) {
-            for item in items {
-                switch item {
-                case .push(let widget, let at, let push):
-                    output.line { Replay.writePushLine(widget: widget, at: at, patch: push.patch, zone: zone, to: &$0) }
-                case .diagnostic(let diagnostic): log.log(diagnostic)
-                }
-            }
-        }
+        func emit(_ items: [FlowEngine.Output]) { output.write(items, zone: zone, log: log) }
         var number = 0
         for line in LineReader(fd: fd) {
             number += 1
@@ -182,6 +162,19 @@ struct OutputBuffer {
         line { $0.append(contentsOf: text.utf8) }
     }
 
+    /// The engine's outputs: pushes as NDJSON lines, diagnostics to the log. Shared by replay and
+    /// the daemon, so both print the same bytes.
+    mutating func write(_ outputs: [FlowEngine.Output], zone: any LocalTimeZone, log: Logger) {
+        for output in outputs {
+            switch output {
+            case .push(let widget, let at, let push):
+                line { Replay.writePushLine(widget: widget, at: at, patch: push.patch, zone: zone, to: &$0) }
+            case .diagnostic(let diagnostic):
+                log.log(diagnostic)
+            }
+        }
+    }
+
     /// Appends one line that `write` puts into the buffer directly.
     mutating func line(_ write: (inout [UInt8]) -> Void) {
         write(&bytes)
@@ -192,7 +185,7 @@ struct OutputBuffer {
     mutating func flush() {
         var offset = 0
         while offset < bytes.count {
-            let count = bytes[offset...].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+            let count = bytes[offset...].withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
                 failure = failure ?? String(cString: strerror(errno))

@@ -64,9 +64,8 @@ public struct Replay {
         drainSeconds = config.widgets.map(\.policy.minIntervalSeconds).max() ?? 0
     }
 
-    /// Restores a saved state before the first message; returns what it had to leave out.
-    @discardableResult
-    public mutating func restore(_ state: JSONValue) throws(StateError) -> [Diagnostic] { try engine.restore(state) }
+    /// Restores the saved day before the first message.
+    public mutating func restore(from store: StateStore, log: Logger) { store.restore(into: &engine, log: log) }
 
     /// Feeds one message; returns every output, in order.
     public mutating func feed(_ message: TraceMessage) -> [FlowEngine.Output] {

@@ -44,6 +44,24 @@ public struct StateStore: Sendable {
         return rename(path, aside) == 0 ? aside : nil
     }
 
+    /// Loads the saved day into a fresh engine, saying in the log what it did: continued the day,
+    /// left damaged entries out, or kept an unusable file aside and started fresh. Never fails.
+    public func restore(into engine: inout FlowEngine, log: Logger) {
+        switch load() {
+        case .none:
+            log.log(.info, "no saved state at \(path): starting the day fresh")
+        case .state(let saved):
+            do {
+                try engine.restore(saved).forEach(log.log)
+                log.log(.info, "continuing the day \(engine.day?.description ?? "?") from \(path)")
+            } catch {
+                log.log(.warning, "state \(path) cannot be used (\(error)); \(keepAside().map { "kept as \($0), " } ?? "")starting a fresh day")
+            }
+        case .corrupt(let reason, let keptAt):
+            log.log(.warning, "state \(path) is unreadable (\(reason)); \(keptAt.map { "kept as \($0), " } ?? "")starting a fresh day")
+        }
+    }
+
     public func save(_ state: JSONValue) throws(FileError) {
         var bytes = state.encoded()
         bytes.append(0x0A)

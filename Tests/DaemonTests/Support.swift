@@ -75,11 +75,10 @@ func traceLine(_ time: String, _ topic: String, _ payload: String) -> String {
 }
 
 /// Replays a trace in-process and returns the NDJSON lines it prints.
-func replay(config text: String, trace lines: [String], state: JSONValue? = nil, final: Bool = true) throws -> (lines: [JSONValue], engine: FlowEngine) {
+func replay(config text: String, trace lines: [String], final: Bool = true) throws -> (lines: [JSONValue], engine: FlowEngine) {
     let config = try DaemonConfig.parse(text, file: "test.yaml")
     let zone = config.timezone.flatMap(SystemTimeZone.init(identifier:)) ?? SystemTimeZone(identifier: "UTC")!
     var replay = Replay(config: config.flow, zone: zone)
-    if let state { try replay.restore(state) }
     var output: [String] = []
     func emit(_ items: [FlowEngine.Output]) {
         for case .push(let widget, let at, let push) in items { output.append(replay.pushLine(widget: widget, at: at, patch: push.patch)) }
