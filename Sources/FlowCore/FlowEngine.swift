@@ -195,16 +195,22 @@ public struct FlowEngine: Sendable {
 
     /// When the engine next needs a `tick`, if nothing arrives before: the end of a held-back
     /// push's interval, a reading turning stale, or local midnight.
+    /// Asked before every message, so it allocates nothing.
     public var nextDeadline: Date? {
-        var deadlines: [Date] = widgets.compactMap(\.policy.deadline)
-        if let day { deadlines.append(day.end) }
+        var next: Date?
+        func consider(_ deadline: Date) {
+            if clock.map({ deadline > $0 }) ?? true, next.map({ deadline < $0 }) ?? true { next = deadline }
+        }
+        for widget in widgets {
+            if let deadline = widget.policy.deadline { consider(deadline) }
+        }
+        if let day { consider(day.end) }
         for source in sources {
             if let staleAfter = source.config.staleAfterSeconds, let reading = source.reading {
-                deadlines.append(reading.at.addingTimeInterval(staleAfter))
+                consider(reading.at.addingTimeInterval(staleAfter))
             }
         }
-        guard let clock else { return deadlines.min() }
-        return deadlines.filter { $0 > clock }.min()
+        return next
     }
 
     /// The document each widget shows now (its last push), by widget name.
@@ -317,15 +323,22 @@ public struct FlowEngine: Sendable {
 
     /// The rate a node shows (before quantizing), or nil when it is not drawn.
     func rate(of node: NodeState, in widget: WidgetState, at now: Date) -> Double? {
-        if node.isBalance { return balance(of: widget, at: now).map { max(0, $0.raw) } }
-        guard let sum = sum(of: node, at: now, freshOnly: false) else { return nil }
-        return node.isMagnitude ? max(0, sum) : sum
+        value(of: node, in: widget, at: now).map { node.isMagnitude ? max(0, $0.raw) : $0.raw }
     }
+
+    /// A node's signed value before the slot's clamp (the sum of its terms, or the raw balance
+    /// with its parts), or nil when it is not drawn: what both the rate and the sign checks read.
+    func value(of node: NodeState, in widget: WidgetState, at now: Date) -> (raw: Double, parts: BalanceParts?)? {
+        if node.isBalance { return balance(of: widget, at: now).map { ($0.raw, $0) } }
+        return sum(of: node, at: now, freshOnly: false).map { ($0, nil) }
+    }
+
+    typealias BalanceParts = (raw: Double, inputs: Double, exchange: Double, storage: Double)
 
     /// Σ inputs + exchange − storage from fresh readings, with its parts; nil until every measured
     /// node has read once.
-    func balance(of widget: WidgetState, at now: Date) -> (raw: Double, inputs: Double, exchange: Double, storage: Double)? {
-        var parts = (raw: 0.0, inputs: 0.0, exchange: 0.0, storage: 0.0)
+    func balance(of widget: WidgetState, at now: Date) -> BalanceParts? {
+        var parts: BalanceParts = (0, 0, 0, 0)
         for node in widget.nodes where !node.isBalance {
             guard let sum = sum(of: node, at: now, freshOnly: true) else { return nil }
             switch node.place.slot {
@@ -347,8 +360,9 @@ public struct FlowEngine: Sendable {
         let policy = widget.config.policy
         var content = FlowContent(shared: widget.config.shared, unit: widget.config.unit)
         for node in widget.nodes {
-            guard let rate = rate(of: node, in: widget, at: now) else { continue }
-            checkSigns(of: node, in: widget, at: now, into: &out)
+            guard let value = value(of: node, in: widget, at: now) else { continue }
+            checkSigns(of: node, value: value, in: widget, at: now, into: &out)
+            let rate = node.isMagnitude ? max(0, value.raw) : value.raw
             var total: Double?
             if let energy = node.total, energy.counter?.last != nil || energy.direction != nil {
                 total = PatchPolicy.quantize(energy.energyKWh, step: policy.totalStep)
@@ -372,10 +386,12 @@ public struct FlowEngine: Sendable {
 
     /// Says so when a sign is probably wrong: an input that reads clearly negative, or a balance
     /// that only a flipped exchange or storage could make positive.
-    mutating func checkSigns(of node: NodeState, in widget: WidgetState, at now: Date, into out: inout [Output]) {
+    mutating func checkSigns(
+        of node: NodeState, value: (raw: Double, parts: BalanceParts?), in widget: WidgetState, at now: Date,
+        into out: inout [Output]
+    ) {
         let name = widget.config.name
-        if node.isBalance {
-            guard let parts = balance(of: widget, at: now) else { return }
+        if let parts = value.parts {
             let gross = parts.inputs + abs(parts.exchange) + abs(parts.storage)
             guard -parts.raw > max(50, 0.05 * gross) else { return }
             var suspects: [String] = []
@@ -387,7 +403,8 @@ public struct FlowEngine: Sendable {
             note(.warning, key: "balance:\(name)", at: now, into: &out) {
                 "widget '\(name)': inputs \(JSONValue.format(parts.inputs.rounded())) W + exchange \(JSONValue.format(parts.exchange.rounded())) W − storage \(JSONValue.format(parts.storage.rounded())) W = \(JSONValue.format(parts.raw.rounded())) W; the output shows 0. \(hint)"
             }
-        } else if node.place.slot == .inputs, let sum = sum(of: node, at: now, freshOnly: false), sum < -50 {
+        } else if node.place.slot == .inputs, value.raw < -50 {
+            let sum = value.raw
             let names = sourceNames(node)
             note(.warning, key: "negative:\(name):\(node.place)", at: now, into: &out) {
                 "widget '\(name)': input \(node.config.name ?? node.place.description) reads \(JSONValue.format(sum.rounded())) W; production cannot be negative, it shows 0: check `invert` on \(names)"

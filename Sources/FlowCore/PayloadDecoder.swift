@@ -157,14 +157,16 @@ public struct PayloadDecoder: Sendable, Hashable {
         if decimalComma, let comma = bytes.firstIndex(of: UInt8(ascii: ",")), !bytes.contains(UInt8(ascii: ".")) {
             bytes[comma] = UInt8(ascii: ".")
         }
-        guard Self.hasNumberShape(bytes), let value = Double(String(decoding: bytes, as: UTF8.self)) else {
-            let shown = String(decoding: text.prefix(40), as: UTF8.self)
+        let shown = String(decoding: text.prefix(40), as: UTF8.self)
+        guard Self.hasNumberShape(bytes) else {
             if !decimalComma, bytes.contains(UInt8(ascii: ",")), Self.hasNumberShape(bytes.map { $0 == UInt8(ascii: ",") ? UInt8(ascii: ".") : $0 }) {
                 return .invalid("'\(shown)' has a decimal comma; set `decimal_comma: true` on the source")
             }
             return .invalid(quoted ? "\"\(shown)\" is text, not a number" : "'\(shown)' is not a number")
         }
-        guard value.isFinite else { return .invalid("'\(String(decoding: text.prefix(40), as: UTF8.self))' is out of range") }
+        guard let value = bytes.withUnsafeBufferPointer(NumberText.double(ascii:)) else {
+            return .invalid("'\(shown)' is out of range")
+        }
         return .value(value + 0.0)  // -0 reads as 0
     }
 
