@@ -131,14 +131,18 @@ public final class MosquittoBroker: @unchecked Sendable {
         lock.withLock { self.process = process }
     }
 
-    /// Starts mosquitto and waits (bounded) until `port` accepts TCP connections.
+    /// Starts mosquitto and waits (bounded) until it says it runs and `port` accepts TCP connections.
+    /// A port that accepts is not enough: a broker of a test running in parallel may have taken the
+    /// same free port first, and then ours exits with "Address already in use" while theirs answers.
     private static func launch(configFile: String, logFile: String, port: Int) async throws -> ChildProcess {
+        func log() -> String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
+        func runningLines() -> Int { log().components(separatedBy: " running\n").count }
+        let startsBefore = runningLines()  // the log is appended to by every start on this port
         let process = try ChildProcess(executablePath!, ["-c", configFile], outputFile: logFile)
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(5)
-        func log() -> String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
         while clock.now < deadline {
-            if acceptsConnections(port: port) { return process }
+            if runningLines() > startsBefore, process.isRunning, acceptsConnections(port: port) { return process }
             if !process.isRunning { throw BrokerError("mosquitto exited during start-up. Log:\n\(log())") }
             try await Task.sleep(for: .milliseconds(10))
         }
