@@ -3,14 +3,14 @@ import FlowCore
 import Foundation
 import TestSupport
 
-/// Paths of the repository and of the shared fixtures beside it.
+/// Paths inside the repository: a clone alone has everything a test reads.
 enum Repository {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let shared = root.deletingLastPathComponent().appendingPathComponent("shared")
+    static let fixtures = root.appendingPathComponent("Tests/Fixtures")
 
-    /// The device fixtures (`shared/fixtures/devices.json`), by device and topic.
+    /// Payloads real devices published (`Tests/Fixtures/devices.json`), by device and topic.
     static func deviceCases() throws -> [JSONValue] {
-        let data = try Data(contentsOf: shared.appendingPathComponent("fixtures/devices.json"))
+        let data = try Data(contentsOf: fixtures.appendingPathComponent("devices.json"))
         return try JSONValue(parsing: Array(data))["cases"]?.arrayValue ?? []
     }
 
