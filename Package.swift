@@ -21,11 +21,13 @@ let package = Package(
             providers: [.apt(["libyaml-dev"])]),
         .target(name: "FlowCore"),
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
-        .target(name: "Daemon", dependencies: ["FlowCore", "CYAML", "Mosquitto"]),
+        .target(name: "Delivery", dependencies: ["FlowCore"]),
+        .target(name: "Daemon", dependencies: ["FlowCore", "CYAML", "Mosquitto", "Delivery"]),
         .executableTarget(name: "flowbridge", dependencies: ["Daemon"]),
         .target(name: "TestSupport", dependencies: ["FlowCore"], path: "Tests/TestSupport"),
         .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore", "TestSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "FlowCore", "TestSupport"]),
+        .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "TestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),
     ]
 )

@@ -1,64 +1,76 @@
+import Delivery
 import FlowCore
 import FoundationEssentials
 import Glibc
 import Mosquitto
 import Synchronization
 
-/// The running daemon's state: the engine, where its pushes go, and when the state was last saved.
-/// MQTT messages (from the client's event loop) and clock ticks (from a timer task) both come here;
-/// one lock serializes them, so the engine stays a plain value.
+/// The running daemon's state: the engine, the sinks its pushes go to, and when the state was last
+/// saved. MQTT messages (from the client's event loop) and clock ticks (from a timer task) both come
+/// here; one lock serializes them, so the engine stays a plain value.
+///
+/// Nothing slow happens under that lock: sinks only queue a push (`Sink.take` never blocks) and
+/// deliver on their own threads, and the state file is written after the lock is released, so a
+/// stuck reader, API or disk never stops ingestion, ticks or signal handling.
 final class Bridge: Sendable {
     struct State {
         var engine: FlowEngine
         var zone: any LocalTimeZone
-        var output = OutputBuffer()
+        /// Per widget: how many pushes went out (see `WidgetPush.sequence`).
+        var sequences: [String: UInt64] = [:]
         var lastSave: Date?
         var dirty = false
-        /// When a failed save was last logged: a full disk is said once a minute, not every second.
-        var lastSaveError: Date?
-        /// Whether a failing standard output was reported (once is enough: its reader is gone).
-        var outputFailureLogged = false
+    }
+
+    /// What the state writer keeps: one save at a time, a failing disk said once a minute.
+    struct Saving {
+        var lastError: Date?
     }
 
     let state: Mutex<State>
+    let saving = Mutex(Saving())
+    let sinks: [any Sink]
     let store: StateStore
     let log: Logger
 
-    init(engine: FlowEngine, zone: any LocalTimeZone, store: StateStore, log: Logger) {
+    init(engine: FlowEngine, zone: any LocalTimeZone, sinks: [any Sink], store: StateStore, log: Logger) {
         state = Mutex(State(engine: engine, zone: zone))
+        self.sinks = sinks
         self.store = store
         self.log = log
     }
 
-    /// Builds the engine for `config` and restores the saved day into it.
-    static func engine(for config: DaemonConfig, zone: any LocalTimeZone, store: StateStore, log: Logger) -> FlowEngine {
+    /// Builds the engine for `config` and restores the saved day into it, and each sink's part.
+    static func engine(for config: DaemonConfig, zone: any LocalTimeZone, store: StateStore, sinks: [any Sink], log: Logger) -> FlowEngine {
         var engine = FlowEngine(config: config.flow, zone: zone)
-        store.restore(into: &engine, log: log)
+        if let saved = store.restore(into: &engine, log: log), let sinkStates = saved["sinks"]?.objectValue {
+            for sink in sinks { sinkStates[sink.name].map(sink.restore) }
+        }
         return engine
     }
 
-    /// Takes a message; `flush` writes the pushes out now (the end of a burst of messages).
-    func receive(_ message: MQTTMessage, at now: Date, flush: Bool) {
+    /// Takes a message.
+    func receive(_ message: MQTTMessage, at now: Date) {
         state.withLock { state in
             let outputs = state.engine.tick(through: now)
                 + state.engine.receive(
                     topic: message.topic, payload: message.payload, at: now,
                     retained: message.retained && message.messageExpirySeconds == nil)
             state.dirty = true
-            state.output.write(outputs, zone: state.zone, log: log)
-            if flush { self.flush(&state.output, logged: &state.outputFailureLogged) }
+            dispatch(outputs, &state)
         }
     }
 
     /// Lets time pass: deadlines, and a save of the state at most every `saveInterval`.
     func tick(at now: Date, saveInterval: Double = 5) {
-        state.withLock { state in
-            state.output.write(state.engine.tick(through: now), zone: state.zone, log: log)
-            flush(&state.output, logged: &state.outputFailureLogged)
-            if state.dirty, state.lastSave.map({ now.timeIntervalSince($0) >= saveInterval || now < $0 }) ?? true {
-                save(&state, at: now)
+        let snapshot = state.withLock { state -> JSONValue? in
+            dispatch(state.engine.tick(through: now), &state)
+            guard state.dirty, state.lastSave.map({ now.timeIntervalSince($0) >= saveInterval || now < $0 }) ?? true else {
+                return nil
             }
+            return takeSnapshot(&state, at: now)
         }
+        if let snapshot { write(snapshot, at: now) }
     }
 
     /// Swaps in a new engine (a reloaded config), carrying the day over through a snapshot.
@@ -75,35 +87,56 @@ final class Bridge: Sendable {
     /// Writes the state now (at shutdown); false when it could not be written.
     @discardableResult
     func flush(at now: Date) -> Bool {
-        state.withLock { state in
-            state.output.flush()
-            return save(&state, at: now)
-        }
+        write(state.withLock { takeSnapshot(&$0, at: now) }, at: now)
     }
 
-    /// Writes the pushes out; says once when standard output stopped taking them.
-    private func flush(_ output: inout OutputBuffer, logged: inout Bool) {
-        output.flush()
-        if let failure = output.failure, !logged {
-            log.log(.error, "standard output does not take the pushes any more (\(failure)); they are lost until a restart")
-            logged = true
-        }
-    }
-
-    @discardableResult
-    private func save(_ state: inout State, at now: Date) -> Bool {
-        do {
-            try store.save(state.engine.snapshot())
-            state.lastSave = now
-            state.dirty = false
-            state.lastSaveError = nil
-            return true
-        } catch {
-            if state.lastSaveError.map({ now.timeIntervalSince($0) >= 60 || now < $0 }) ?? true {
-                log.log(.error, "cannot write the state: \(error)")
-                state.lastSaveError = now
+    /// Pushes to every sink, diagnostics to the log.
+    private func dispatch(_ outputs: [FlowEngine.Output], _ state: inout State) {
+        for output in outputs {
+            switch output {
+            case .push(let widget, let at, let push):
+                let sequence = state.sequences[widget, default: 0] + 1
+                state.sequences[widget] = sequence
+                let item = WidgetPush(
+                    widget: widget, at: at, sequence: sequence, patch: push.patch, document: .flow(push.document),
+                    isFullContent: push.isFullContent)
+                for sink in sinks { sink.take(item) }
+            case .diagnostic(let diagnostic):
+                log.log(diagnostic)
             }
-            return false
+        }
+    }
+
+    /// The state file's content: the engine's day and what each sink keeps.
+    private func takeSnapshot(_ state: inout State, at now: Date) -> JSONValue {
+        state.lastSave = now
+        state.dirty = false
+        var snapshot = state.engine.snapshot()
+        let kept = sinks.compactMap { sink in sink.savedState.map { (sink.name, $0) } }
+        if !kept.isEmpty, case .object(var members) = snapshot {
+            members["sinks"] = .object(Dictionary(kept, uniquingKeysWith: { first, _ in first }))
+            snapshot = .object(members)
+        }
+        return snapshot
+    }
+
+    /// Writes a snapshot outside the engine's lock; one write at a time.
+    @discardableResult
+    private func write(_ snapshot: JSONValue, at now: Date) -> Bool {
+        saving.withLock { saving in
+            do {
+                try store.save(snapshot)
+                saving.lastError = nil
+                return true
+            } catch {
+                if saving.lastError.map({ now.timeIntervalSince($0) >= 60 || now < $0 }) ?? true {
+                    log.log(.error, "cannot write the state: \(error)")
+                    saving.lastError = now
+                }
+                // Not written: the next tick tries again.
+                state.withLock { $0.dirty = true }
+                return false
+            }
         }
     }
 }

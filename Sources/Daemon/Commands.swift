@@ -1,3 +1,4 @@
+import Delivery
 import FlowCore
 import FoundationEssentials
 import Glibc
@@ -155,44 +156,28 @@ public enum Commands {
 /// Buffered standard output: replay writes many short lines.
 struct OutputBuffer {
     var bytes: [UInt8] = []
-    /// Why standard output stopped taking lines (its reader went away), once it has.
-    private(set) var failure: String?
 
     mutating func line(_ text: String) {
-        line { $0.append(contentsOf: text.utf8) }
+        bytes.append(contentsOf: text.utf8)
+        bytes.append(0x0A)
     }
 
-    /// The engine's outputs: pushes as NDJSON lines, diagnostics to the log. Shared by replay and
-    /// the daemon, so both print the same bytes.
+    /// The engine's outputs: pushes as NDJSON lines (the stdout sink's bytes), diagnostics to the log.
     mutating func write(_ outputs: [FlowEngine.Output], zone: any LocalTimeZone, log: Logger) {
         for output in outputs {
             switch output {
             case .push(let widget, let at, let push):
-                line { Replay.writePushLine(widget: widget, at: at, patch: push.patch, zone: zone, to: &$0) }
+                PushLine.write(widget: widget, at: at, patch: push.patch, zone: zone, to: &bytes)
+                bytes.append(0x0A)
+                if bytes.count >= 65_536 { flush() }
             case .diagnostic(let diagnostic):
                 log.log(diagnostic)
             }
         }
     }
 
-    /// Appends one line that `write` puts into the buffer directly.
-    mutating func line(_ write: (inout [UInt8]) -> Void) {
-        write(&bytes)
-        bytes.append(0x0A)
-        if bytes.count >= 65_536 { flush() }
-    }
-
     mutating func flush() {
-        var offset = 0
-        while offset < bytes.count {
-            let count = bytes[offset...].withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                failure = failure ?? String(cString: strerror(errno))
-                break
-            }
-            offset += count
-        }
+        _ = FileDescriptor.writeAll(bytes, to: 1)
         bytes.removeAll(keepingCapacity: true)
     }
 }

@@ -1,3 +1,4 @@
+import Delivery
 import FlowCore
 import FoundationEssentials
 
@@ -81,20 +82,8 @@ public struct Replay {
     /// `{"patch": {"content": …}, "t": "...", "widget": "power"}`, time in the configured zone.
     public func pushLine(widget: String, at: Date, patch: JSONValue) -> String {
         var bytes: [UInt8] = []
-        Self.writePushLine(widget: widget, at: at, patch: patch, zone: zone, to: &bytes)
+        PushLine.write(widget: widget, at: at, patch: patch, zone: zone, to: &bytes)
         return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// Writes the NDJSON line of one push (without the newline) straight into `out`: shared by
-    /// replay and the daemon's stdout sink, and the same bytes as printing the JSON object.
-    public static func writePushLine(widget: String, at: Date, patch: JSONValue, zone: any LocalTimeZone, to out: inout [UInt8]) {
-        out.append(contentsOf: #"{"patch":{"content":"#.utf8)
-        patch.write(to: &out)
-        out.append(contentsOf: #"},"t":""#.utf8)
-        out.append(contentsOf: RFC3339.format(at, utcOffsetSeconds: zone.utcOffsetSeconds(at: at)).utf8)
-        out.append(contentsOf: #"","widget":"#.utf8)
-        JSONValue.string(widget).write(to: &out)
-        out.append(UInt8(ascii: "}"))
     }
 
     /// `{"widget": "power", "content": {…}}` for every widget that was pushed, in config order.

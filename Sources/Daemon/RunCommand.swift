@@ -1,3 +1,4 @@
+import Delivery
 import Dispatch
 import FlowCore
 import FoundationEssentials
@@ -16,12 +17,15 @@ struct RunCommand {
     let log: Logger
 
     func run() async -> Int32 {
-        // A reader of standard output that goes away is reported (Bridge), not a reason to die.
+        // A reader of standard output that goes away is reported (StdoutSink), not a reason to die.
         signal(SIGPIPE, SIG_IGN)
         guard var config = Commands.loadConfig(configPath) else { return Commands.configError }
         let zone = Commands.zone(of: config)
         let store = StateStore(path: config.stateFile ?? StateStore.defaultPath())
-        let bridge = Bridge(engine: Bridge.engine(for: config, zone: zone, store: store, log: log), zone: zone, store: store, log: log)
+        let sinks: [any Sink] = [StdoutSink(zone: zone, log: { [log] in log.log($0) })]
+        let bridge = Bridge(
+            engine: Bridge.engine(for: config, zone: zone, store: store, sinks: sinks, log: log), zone: zone, sinks: sinks,
+            store: store, log: log)
         let client: MQTTClient
         do {
             client = try MQTTClient(options: try mqttOptions(config.mqtt), subscriptions: subscriptions(of: config), qos: 1)
@@ -45,7 +49,7 @@ struct RunCommand {
                 while let event = await events.next() {
                     switch event {
                     case .message(let message):
-                        bridge.receive(message, at: Date(), flush: !events.hasBuffered)
+                        bridge.receive(message, at: Date())
                     case .connected:
                         log.log(.info, "connected to \(started.mqtt.host):\(started.mqtt.port), subscribed to \(client.subscriptions.count) topics")
                         try? client.publish(topic: status, payload: Array("online".utf8), qos: 1, retain: true)
@@ -91,6 +95,9 @@ struct RunCommand {
                 group.addTask {
                     bridge.flush(at: Date())
                     client.stop(finalMessage: (topic: status, payload: Array("offline".utf8), retain: true))
+                    for sink in sinks where !sink.stop(timeout: .milliseconds(300)) {
+                        log.log(.warning, "sink \(sink.name) did not take its last pushes in time")
+                    }
                     signals.finish()
                 }
             }

@@ -46,7 +46,9 @@ public struct StateStore: Sendable {
 
     /// Loads the saved day into a fresh engine, saying in the log what it did: continued the day,
     /// left damaged entries out, or kept an unusable file aside and started fresh. Never fails.
-    public func restore(into engine: inout FlowEngine, log: Logger) {
+    /// Returns the saved document when it was used (it also holds what the sinks keep).
+    @discardableResult
+    public func restore(into engine: inout FlowEngine, log: Logger) -> JSONValue? {
         switch load() {
         case .none:
             log.log(.info, "no saved state at \(path): starting the day fresh")
@@ -54,12 +56,14 @@ public struct StateStore: Sendable {
             do {
                 try engine.restore(saved).forEach(log.log)
                 log.log(.info, "continuing the day \(engine.day?.description ?? "?") from \(path)")
+                return saved
             } catch {
                 log.log(.warning, "state \(path) cannot be used (\(error)); \(keepAside().map { "kept as \($0), " } ?? "")starting a fresh day")
             }
         case .corrupt(let reason, let keptAt):
             log.log(.warning, "state \(path) is unreadable (\(reason)); \(keptAt.map { "kept as \($0), " } ?? "")starting a fresh day")
         }
+        return nil
     }
 
     public func save(_ state: JSONValue) throws(FileError) {

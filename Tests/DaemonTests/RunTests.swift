@@ -297,6 +297,48 @@ struct RunTests {
         #expect(process.isRunning)
     }
 
+    /// `run --dry-run > fifo` with a reader that never reads: the pipe fills, the stdout sink
+    /// stalls and coalesces, but messages, state saves and signals go on; SIGTERM ends it within
+    /// 2 s with the latest reading saved.
+    @Test func aStdoutReaderThatStopsReadingBlocksNothing() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let state = folder.url.appendingPathComponent("s.json").path
+        let config = try folder.write("config.yaml", Self.config(port: broker.port, state: state))
+        let fifo = folder.url.appendingPathComponent("out.fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK)  // opened, never read
+        defer { close(reader) }
+        let errors = folder.url.appendingPathComponent("err.log").path
+        let process = try ChildProcess(Repository.binary, ["run", "--config", config, "--dry-run"], outputFile: fifo, errorFile: errors)
+        func log() -> String { (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "" }
+        let clock = ContinuousClock()
+        var deadline = clock.now + .seconds(10)
+        while !log().contains("connected to"), clock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        // Far more push lines than a pipe holds (64 KiB): one push per message.
+        let lines = (0..<5000).map { #"{"total_act_power":\#($0 % 1000 + 1)}"# }
+        let file = try folder.write("readings.txt", lines.joined(separator: "\n") + "\n")
+        let publisher = try ChildProcess(
+            "/usr/bin/mosquitto_pub", broker.clientArguments + ["-t", "shellypro3em-abc/status/em:0", "-l", "-q", "1"],
+            standardInput: file)
+        #expect(await publisher.waitForExit(timeout: .seconds(60)))
+        deadline = clock.now + .seconds(10)
+        while !log().contains("not keeping up"), clock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(log().contains("standard output is not keeping up"), "\(log())")
+        // Still ingesting while stdout is stuck: a last reading reaches the saved state.
+        try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":4242}"#)
+        deadline = clock.now + .seconds(15)
+        func savedGrid() -> JSONValue? {
+            (try? Data(contentsOf: URL(fileURLWithPath: state))).flatMap { try? JSONValue(parsing: Array($0)) }?["readings"]?["grid"]?["value"]
+        }
+        while savedGrid() != 4242, clock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(savedGrid() == 4242, "\(log())")
+        process.send(SIGTERM)
+        #expect(await process.waitForExit(timeout: .seconds(2)), "\(log())")
+        #expect(process.exitCode == 0)
+        #expect(log().contains("state written to"), "\(log())")
+    }
+
     @Test func systemdUnitVerifies() throws {
         let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first { FileManager.default.isExecutableFile(atPath: $0) }
         let tool = try #require(analyze, "systemd-analyze is missing: make test installs systemd")

@@ -20,9 +20,10 @@ public final class ChildProcess: @unchecked Sendable {
     /// Starts `path` with `arguments`.
     /// - Parameters:
     ///   - outputFile: stdout and stderr are appended to it (`nil`: discarded).
+    ///   - errorFile: stderr goes here instead, when given.
     ///   - standardInput: a file to read stdin from (`nil`: /dev/null).
     ///   - environment: variables added to (or replacing ones in) our own environment.
-    public init(_ path: String, _ arguments: [String], outputFile: String? = nil,
+    public init(_ path: String, _ arguments: [String], outputFile: String? = nil, errorFile: String? = nil,
                 standardInput: String? = nil, environment: [String: String] = [:]) throws {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -40,7 +41,11 @@ public final class ChildProcess: @unchecked Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, standardInput ?? "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputFile ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        if let errorFile {
+            posix_spawn_file_actions_addopen(&actions, 2, errorFile, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        } else {
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }
         // Close everything else we have open (a descriptor closed meanwhile is ignored by glibc).
         let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         for fd in open.compactMap({ Int32($0) }) where fd > 2 {

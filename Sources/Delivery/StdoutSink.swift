@@ -1,0 +1,89 @@
+import FlowCore
+import FoundationEssentials
+import Glibc
+import Synchronization
+
+/// Pushes as NDJSON lines on standard output: `run --dry-run`, pipes, the demo.
+///
+/// Lines are written by the outbox's thread, never under the engine's lock, so a reader that stops
+/// reading (a full pipe) stalls only this sink: its pushes coalesce, the daemon goes on. A reader
+/// that goes away for good (EPIPE) is said once; the pushes are dropped from then on.
+public final class StdoutSink: Sink {
+    public let name = "stdout"
+    private let outbox: Outbox
+
+    /// - Parameters:
+    ///   - fd: where the lines go (1).
+    ///   - zone: the local time of each line's `t`.
+    ///   - capacity: pushes that may wait for a slow reader before they coalesce.
+    ///   - log: where the sink reports that it fell behind or lost its reader.
+    public init(fd: Int32 = 1, zone: any LocalTimeZone, capacity: Int = 1024, log: @escaping @Sendable (Diagnostic) -> Void) {
+        let failed = OnceFlag()
+        outbox = Outbox(
+            label: "stdout", capacity: capacity,
+            deliver: { pushes in
+                var bytes: [UInt8] = []
+                bytes.reserveCapacity(256 * pushes.count)
+                for push in pushes {
+                    PushLine.write(widget: push.widget, at: push.at, patch: push.patch, zone: zone, to: &bytes)
+                    bytes.append(0x0A)
+                }
+                if let error = FileDescriptor.writeAll(bytes, to: fd), failed.setFirstTime() {
+                    log(Diagnostic(.error, "standard output does not take the pushes any more (\(error)); they are dropped until a restart"))
+                }
+            },
+            onCoalesce: {
+                log(Diagnostic(.warning, "standard output is not keeping up: pushes are coalesced (each line then carries what changed since the last one written)"))
+            })
+    }
+
+    public func take(_ push: WidgetPush) { outbox.offer(push) }
+
+    @discardableResult
+    public func stop(timeout: Duration) -> Bool { outbox.stop(timeout: timeout) }
+}
+
+/// The NDJSON line of one push: `{"patch":{"content":…},"t":"…","widget":"power"}`, the time in the
+/// configured zone. One writer for `replay` and the stdout sink, so both print the same bytes.
+public enum PushLine {
+    /// Appends the line (without its newline) to `out`; the same bytes as printing the JSON object.
+    public static func write(widget: String, at: Date, patch: JSONValue, zone: any LocalTimeZone, to out: inout [UInt8]) {
+        out.append(contentsOf: #"{"patch":{"content":"#.utf8)
+        patch.write(to: &out)
+        out.append(contentsOf: #"},"t":""#.utf8)
+        out.append(contentsOf: RFC3339.format(at, utcOffsetSeconds: zone.utcOffsetSeconds(at: at)).utf8)
+        out.append(contentsOf: #"","widget":"#.utf8)
+        JSONValue.string(widget).write(to: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+/// True the first time it is asked, false after: for things said once.
+public final class OnceFlag: Sendable {
+    private let done = Mutex(false)
+    public init() {}
+
+    public func setFirstTime() -> Bool {
+        done.withLock { done in
+            defer { done = true }
+            return !done
+        }
+    }
+}
+
+/// Writing whole buffers to a descriptor.
+public enum FileDescriptor {
+    /// Writes every byte, retrying after signals; the system's reason when it fails.
+    public static func writeAll(_ bytes: [UInt8], to fd: Int32) -> String? {
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return String(cString: strerror(errno))
+            }
+            offset += count
+        }
+        return nil
+    }
+}

@@ -1,0 +1,114 @@
+import Delivery
+import Dispatch
+import FlowCore
+import FoundationEssentials
+import Synchronization
+import Testing
+
+/// The outbox between the engine and a sink: it never blocks the engine, keeps memory bounded
+/// while a sink is stuck, and the patches a sink sends always add up to the engine's document.
+@Suite struct OutboxTests {
+    /// A widget document whose exchange rate is `rate`.
+    static func document(_ rate: Double, label: String = "Power") -> WidgetContent {
+        .flow(FlowContent(shared: SharedContent(label: label), unit: "W", exchange: FlowNode(name: "Grid", rate: rate)))
+    }
+
+    /// Pushes as the engine makes them: the first whole, every later one the patch from the one before.
+    static func pushes(_ rates: [Double], widget: String = "power") -> [WidgetPush] {
+        var previous: WidgetContent?
+        return rates.enumerated().map { index, rate in
+            let document = Self.document(rate)
+            defer { previous = document }
+            let patch = previous.map { MergePatch.diff(from: $0.json, to: document.json) ?? .object([:]) } ?? document.json
+            return WidgetPush(
+                widget: widget, at: Date(timeIntervalSince1970: Double(index)), sequence: UInt64(index + 1), patch: patch,
+                document: document, isFullContent: previous == nil)
+        }
+    }
+
+    final class Recorder: Sendable {
+        let batches = Mutex<[[OutgoingPush]]>([])
+        let coalesced = Mutex(0)
+        let gate = DispatchSemaphore(value: 0)
+        let blocking: Bool
+        init(blocking: Bool) { self.blocking = blocking }
+
+        func outbox(capacity: Int) -> Outbox {
+            Outbox(
+                label: "test", capacity: capacity,
+                deliver: { pushes in
+                    if self.blocking { self.gate.wait() }
+                    self.batches.withLock { $0.append(pushes) }
+                },
+                onCoalesce: { self.coalesced.withLock { $0 += 1 } })
+        }
+
+        var delivered: [OutgoingPush] { batches.withLock { $0.flatMap { $0 } } }
+
+        /// What the receiving end shows after applying every patch it got, per widget.
+        var shown: [String: JSONValue] {
+            var shown: [String: JSONValue] = [:]
+            for push in delivered { shown[push.widget] = MergePatch.apply(push.patch, to: shown[push.widget] ?? .null) }
+            return shown
+        }
+    }
+
+    @Test func aSinkThatKeepsUpGetsTheEnginesPatchesInOrder() {
+        let recorder = Recorder(blocking: false)
+        let outbox = recorder.outbox(capacity: 100)
+        let pushes = Self.pushes([100, 200, -300, -300.5])
+        for push in pushes { outbox.offer(push) }
+        #expect(outbox.stop(timeout: .seconds(5)))
+        let delivered = recorder.delivered
+        #expect(delivered.map(\.patch) == pushes.map(\.patch))
+        #expect(delivered.first?.isFullContent == true)
+        #expect(recorder.coalesced.withLock { $0 } == 0)
+        #expect(recorder.shown["power"] == Self.document(-300.5).json)
+    }
+
+    /// A stuck sink: 10,000 pushes while its delivery blocks. The engine's side returns at once,
+    /// at most `capacity` pushes wait, and once the sink moves again it sends one patch that
+    /// carries the current truth: what it shows then equals the engine's latest document.
+    @Test(arguments: [1, 8, 64])
+    func aStuckSinkCoalescesAndCatchesUpWithTheTruth(capacity: Int) {
+        let recorder = Recorder(blocking: true)
+        let outbox = recorder.outbox(capacity: capacity)
+        let pushes = Self.pushes((0..<10_000).map { Double($0 % 2000) - 1000 })
+        outbox.offer(pushes[0])
+        for push in pushes.dropFirst() { outbox.offer(push) }  // the deliver of the first blocks meanwhile
+        for _ in 0..<3 { recorder.gate.signal() }  // the first batch, then the coalesced rest
+        #expect(outbox.stop(timeout: .seconds(5)))
+        // Whatever waited behind the stuck batch was never more than `capacity` pushes.
+        let batches = recorder.batches.withLock { $0 }
+        #expect(batches.dropFirst().allSatisfy { $0.count <= capacity }, "\(batches.map(\.count))")
+        let delivered = recorder.delivered
+        #expect(recorder.coalesced.withLock { $0 } == 1)  // said once, not per push
+        #expect(recorder.shown["power"] == pushes.last!.document.json)
+        #expect(delivered.last?.isFullContent == false)
+    }
+
+    /// Coalescing one widget never drops another's latest document.
+    @Test func coalescingKeepsEveryWidgetsLatestDocument() {
+        let recorder = Recorder(blocking: true)
+        let outbox = recorder.outbox(capacity: 1)
+        let power = Self.pushes([1, 2, 3, 4], widget: "power")
+        let battery = Self.pushes([10, 20, 30], widget: "battery")
+        outbox.offer(power[0])
+        for (a, b) in zip(power.dropFirst(), battery) {
+            outbox.offer(a)
+            outbox.offer(b)
+        }
+        for _ in 0..<3 { recorder.gate.signal() }
+        #expect(outbox.stop(timeout: .seconds(5)))
+        #expect(recorder.shown["power"] == power.last!.document.json)
+        #expect(recorder.shown["battery"] == battery.last!.document.json)
+    }
+
+    @Test func stopGivesUpOnASinkThatNeverReturns() {
+        let recorder = Recorder(blocking: true)
+        let outbox = recorder.outbox(capacity: 4)
+        outbox.offer(Self.pushes([1])[0])
+        #expect(!outbox.stop(timeout: .milliseconds(100)))
+        recorder.gate.signal()
+    }
+}
