@@ -5,13 +5,13 @@ SWIFT ?= swift
 # Debian packages the build, the tests and the benchmark need.
 DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev \
                 mosquitto mosquitto-clients openssl tzdata systemd
-# And what the ingest benchmark needs besides.
-BENCH_PACKAGES := gcc bc curl python3 python3-pip
+# And what the ingest benchmark needs besides: a C compiler for its publisher, Python for the paho
+# bridge (paho-mqtt itself goes into a throwaway virtual environment), mqtt2prometheus.
+BENCH_PACKAGES := gcc curl python3 python3-venv prometheus-mqtt-exporter
 
-# The shared benchmark harness, beside the repository.
-SHARED ?= ../shared
 BENCH_MESSAGES ?= 150000
 BENCH_ROUNDS ?= 3
+BENCH_IDLE_SECONDS ?= 60
 
 .PHONY: deps build test release bench clean
 
@@ -40,14 +40,11 @@ test: deps
 release: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product flowbridge
 
-## bench: the shared ingest benchmark, flowbridge beside the C floor and the paho-mqtt bridge,
-## interleaved rounds, medians and ratios (see bench/run.sh).
+## bench: the ingest benchmark (bench/run.sh): flowbridge beside the C floor, mqtt2prometheus and
+## a paho-mqtt bridge, interleaved rounds, medians and ratios, and the CPU of a minute of silence.
 bench: release
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(BENCH_PACKAGES)"
-	@python3 -c 'import paho.mqtt.client as m; m.CallbackAPIVersion' 2>/dev/null \
-	  || python3 -m pip install --quiet 'paho-mqtt>=2' \
-	  || python3 -m pip install --quiet --break-system-packages 'paho-mqtt>=2'
-	bench/run.sh $(SHARED)/bench .build/release/flowbridge $(BENCH_MESSAGES) $(BENCH_ROUNDS)
+	bench/run.sh .build/release/flowbridge $(BENCH_MESSAGES) $(BENCH_ROUNDS) $(BENCH_IDLE_SECONDS)
 
 clean:
 	rm -rf .build

@@ -1,36 +1,71 @@
 #!/usr/bin/env bash
-# Runs the shared ingest benchmark (../shared/bench/ingest.sh) for the C floor (mosquitto_sub), the
-# paho-mqtt Python bridge and flowbridge, ROUNDS times each, interleaved, and prints each run and the
-# medians with ratios. Figures: CPU time per message (the stable one on a shared machine), lag after
-# the last publish, peak RSS.
-# usage: bench/run.sh SHARED_BENCH_DIR BINARY [MESSAGES] [ROUNDS]
+# flowbridge's ingest benchmark: flowbridge beside the C floor (mosquitto_sub), mqtt2prometheus (Go)
+# and a paho-mqtt Python bridge, ROUNDS interleaved rounds of N messages each (bench/ingest.sh), then
+# one minute of silence for every consumer at once (CPU while idle, connected). Prints each run and
+# a table of medians with flowbridge's ratios against the others.
+# usage: bench/run.sh FLOWBRIDGE_BINARY [N] [ROUNDS] [IDLE_SECONDS]
 set -eu
-shared=$(cd "$1" && pwd); binary=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
-n=${3:-150000}; rounds=${4:-3}
 here=$(cd "$(dirname "$0")" && pwd)
-out=$(mktemp)
+binary=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+n=${2:-150000} rounds=${3:-3} idle=${4:-60}
+export BENCH_BIN=$(mktemp -d /tmp/flowbridge-bench-bin-XXXXXX)
+trap 'rm -rf "$BENCH_BIN"' EXIT
+gcc -O2 -D_POSIX_C_SOURCE=200809L -o "$BENCH_BIN/meterpub" "$here/meterpub.c" -lmosquitto -lm
+# paho-mqtt in a throwaway virtual environment: nothing is installed into the system's Python.
+python3 -m venv "$BENCH_BIN/venv"
+"$BENCH_BIN/venv/bin/pip" install --quiet --disable-pip-version-check 'paho-mqtt>=2,<3'
+
+names=(floor mqtt2prometheus paho flowbridge)
+commands=(
+  "mosquitto_sub -p {PORT} -q 1 -t bench/meter/#"
+  "$here/m2p.sh {PORT} {PORT2}"
+  "$BENCH_BIN/venv/bin/python $here/paho_bridge.py {PORT}"
+  "$here/flowbridge-consumer.sh $binary {PORT}"
+)
+probes=("" "curl -s 127.0.0.1:{PORT2}/metrics | grep -q 424242" "" "")
+results=$BENCH_BIN/results
 for round in $(seq "$rounds"); do
-  (cd "$shared" && ./ingest.sh floor "$n" 'mosquitto_sub -p {PORT} -q 1 -t bench/meter/#') | tee -a "$out"
-  (cd "$shared" && ./ingest.sh paho "$n" 'python3 baseline_paho.py {PORT}') | tee -a "$out"
-  (cd "$shared" && ./ingest.sh flowbridge "$n" "$here/flowbridge-consumer.sh $binary {PORT}") | tee -a "$out"
+  for i in "${!names[@]}"; do
+    PROBE=${probes[$i]} "$here/ingest.sh" "${names[$i]}" "$n" "${commands[$i]}" | tee -a "$results"
+  done
 done
+echo "idle: $idle s of silence, all consumers at once"
+for i in "${!names[@]}"; do
+  IDLE=$idle PROBE=${probes[$i]} "$here/ingest.sh" "${names[$i]}" 300 "${commands[$i]}" > "$BENCH_BIN/idle-$i" &
+done
+wait
+cat "$BENCH_BIN"/idle-* | tee -a "$results" | sed 's/^/  /'
 echo
-echo "medians of $rounds rounds, $n messages:"
-python3 - "$out" <<'PY'
+python3 - "$results" "$n" "$rounds" <<'PY'
 import re, statistics, sys
-runs = {}
+runs, idle = {}, {}
 for line in open(sys.argv[1]):
-    m = re.match(r"(\w+): ([\d.]+) us CPU/msg, publish [\d.]+ s, lag after publish (-?\d+) ms, peak RSS (\d+) KB", line)
-    if m:
+    m = re.match(r"(\S+): ([\d.]+) us CPU/msg, publish [\d.]+ s, lag after publish (-?\d+) ms, peak RSS (\d+) KB, idle CPU (\S+) s", line)
+    if not m:
+        continue
+    if m[5] != "-":
+        idle[m[1]] = float(m[5])
+    else:
         runs.setdefault(m[1], []).append((float(m[2]), float(m[3]), int(m[4])))
-med = {k: [statistics.median(x[i] for x in v) for i in range(3)] for k, v in runs.items()}
-for name, (cpu, lag, rss) in med.items():
-    print(f"  {name:11s} {cpu:6.2f} us CPU/msg  lag {lag:6.0f} ms  peak RSS {rss/1024:5.1f} MB")
-if "flowbridge" in med:
-    fb = med["flowbridge"]
-    for other in ("floor", "paho"):
-        if other in med:
-            o = med[other]
-            print(f"  flowbridge / {other}: CPU {fb[0]/o[0]:.2f}x, peak RSS {fb[2]/o[2]:.2f}x")
+median = {k: [statistics.median(r[i] for r in v) for i in range(3)] for k, v in runs.items()}
+print(f"medians of {sys.argv[3]} interleaved rounds of {sys.argv[2]} messages (CPU time per message is the stable figure):")
+print(f"  {'consumer':16} {'CPU/msg':>9} {'lag':>9} {'peak RSS':>9} {'idle CPU':>9}")
+for name, (cpu, lag, rss) in median.items():
+    print(f"  {name:16} {cpu:7.2f}µs {lag:6.0f} ms {rss / 1024:6.1f} MB {idle.get(name, float('nan')):7.2f} s")
+if "flowbridge" in median:
+    fb = median["flowbridge"]
+    print()
+    for other in ("floor", "mqtt2prometheus", "paho"):
+        if other in median:
+            o = median[other]
+            print(f"  flowbridge / {other:15} CPU {fb[0] / o[0]:.2f}x   peak RSS {fb[2] / o[2]:.2f}x")
+    checks = [
+        ("CPU per message <= 1.5x the floor", "floor" in median and fb[0] <= 1.5 * median["floor"][0]),
+        ("lag after the last publish <= 20 ms", fb[1] <= 20),
+        ("peak RSS <= mqtt2prometheus", "mqtt2prometheus" in median and fb[2] <= median["mqtt2prometheus"][2]),
+        ("CPU while idle for the silence < 0.05 s", idle.get("flowbridge", 1) < 0.05),
+    ]
+    print()
+    for text, ok in checks:
+        print(f"  {'met ' if ok else 'MISS'} {text}")
 PY
-rm -f "$out"

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One consumer through the ingest benchmark: a private mosquitto on a free loopback port, the
+# consumer subscribed to bench/meter/#, then bench/meterpub publishing N readings at QoS 1 and the
+# sentinel {"power": 424242}. Prints one line:
+#   NAME: <µs> us CPU/msg, publish <s> s, lag after publish <ms> ms, peak RSS <kB> KB, idle CPU <s> s
+# CPU per message is the consumer's utime+stime (from /proc) over the run divided by N+1: the figure
+# that stays stable on a shared machine. Lag runs from the publisher's last acknowledgement until
+# the consumer has processed the sentinel: it printed a line holding 424242, or PROBE (a command with
+# {PORT}/{PORT2}) succeeds, for consumers that print nothing. With IDLE=S, the consumer's CPU over S
+# seconds of silence (connected, no messages) is measured first.
+# usage: ingest.sh NAME N 'COMMAND with {PORT} and {PORT2}'   (needs: $BENCH_BIN/meterpub, mosquitto)
+set -eu
+name=$1 n=$2 command=$3
+bin=${BENCH_BIN:?BENCH_BIN: the folder holding meterpub}
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+dir=$(mktemp -d /tmp/flowbridge-bench-XXXXXX)
+port=$(free_port); port2=$(free_port)
+printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n' "$port" > "$dir/mosquitto.conf"
+mosquitto -c "$dir/mosquitto.conf" > "$dir/mosquitto.log" 2>&1 & broker=$!
+consumer=
+trap 'kill $broker 2>/dev/null; [ -n "$consumer" ] && kill $consumer 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+until grep -q "running" "$dir/mosquitto.log" 2>/dev/null; do sleep 0.05; done
+expand() { local text=${1//\{PORT\}/$port}; echo "${text//\{PORT2\}/$port2}"; }
+bash -c "exec $(expand "$command")" > "$dir/out" 2> "$dir/err" & consumer=$!
+# Connected and subscribed: the broker has sent its SUBACK.
+for _ in $(seq 200); do grep -q "Sending SUBACK" "$dir/mosquitto.log" && break; sleep 0.05; done
+sleep 0.5
+ticks=$(getconf CLK_TCK)
+cpu() { awk -v t="$ticks" '{ print ($14 + $15) / t }' "/proc/$consumer/stat"; }
+idle=-
+if [ -n "${IDLE:-}" ]; then
+  before=$(cpu); sleep "$IDLE"; idle=$(awk -v a="$before" -v b="$(cpu)" 'BEGIN { printf "%.2f", b - a }')
+fi
+before=$(cpu)
+if [ -n "${PROBE:-}" ]; then
+  result=$("$bin/meterpub" "$port" "$n" bench/meter)
+  published=$(date +%s.%N)
+  probe=$(expand "$PROBE")
+  until bash -c "$probe" > /dev/null 2>&1; do
+    sleep 0.005
+    awk -v a="$published" -v b="$(date +%s.%N)" 'BEGIN { exit !(b - a > 100) }' && { echo "$name: no sentinel within 100 s"; exit 1; }
+  done
+  lag=$(awk -v a="$published" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+  result="${result% lag *} lag $lag"
+else
+  result=$("$bin/meterpub" "$port" "$n" bench/meter "$dir/out") || { echo "$name: failed"; tail -3 "$dir/err"; exit 1; }
+fi
+after=$(cpu)
+rss=$(awk '/VmHWM/ { print $2 }' "/proc/$consumer/status")
+set -- $result
+awk -v name="$name" -v a="$before" -v b="$after" -v n="$n" -v publish="$2" -v lag="$4" -v rss="$rss" -v idle="$idle" 'BEGIN {
+  printf "%s: %.2f us CPU/msg, publish %.2f s, lag after publish %d ms, peak RSS %d KB, idle CPU %s s\n", name, (b - a) * 1e6 / (n + 1), publish, lag, rss, idle
+}'
