@@ -7,13 +7,17 @@ DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev \
                 mosquitto mosquitto-clients openssl tzdata systemd
 # And what the ingest benchmark needs besides.
 BENCH_PACKAGES := gcc bc curl python3 python3-pip
+# And what the screenshots of the pictures need.
+SCREENSHOT_PACKAGES := chromium python3
 
 # The shared benchmark harness, beside the repository.
 SHARED ?= ../shared
 BENCH_MESSAGES ?= 150000
 BENCH_ROUNDS ?= 3
+# Where `make screenshot` writes its pictures and screenshots.
+SCREENSHOTS ?= .build/screenshots
 
-.PHONY: deps build test release bench clean
+.PHONY: deps build test release bench screenshot clean
 
 ## deps: install the Debian packages that are missing (apt-get, via sudo when not root).
 deps:
@@ -48,6 +52,17 @@ bench: release
 	  || python3 -m pip install --quiet 'paho-mqtt>=2' \
 	  || python3 -m pip install --quiet --break-system-packages 'paho-mqtt>=2'
 	bench/run.sh $(SHARED)/bench .build/release/flowbridge $(BENCH_MESSAGES) $(BENCH_ROUNDS)
+
+## screenshot: the bundled day (Tests/Fixtures/home-day.*) through `replay --svg` and `render`, each
+## picture screenshotted by headless Chromium and checked not to be blank (scripts/screenshot.sh).
+screenshot: build
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(SCREENSHOT_PACKAGES)"
+	rm -rf $(SCREENSHOTS) && mkdir -p $(SCREENSHOTS)
+	$$($(SWIFT) build --show-bin-path)/flowbridge replay --config Tests/Fixtures/home-day.yaml \
+	  --state $(SCREENSHOTS)/state.json --svg $(SCREENSHOTS)/replay Tests/Fixtures/home-day.ndjson >/dev/null
+	$$($(SWIFT) build --show-bin-path)/flowbridge render --config Tests/Fixtures/home-day.yaml \
+	  --state $(SCREENSHOTS)/state.json --out $(SCREENSHOTS)/render
+	scripts/screenshot.sh $(SCREENSHOTS)
 
 clean:
 	rm -rf .build
