@@ -40,7 +40,7 @@ import Testing
             let group = try nodeGroup(place, in: picture)
             let name = try #require(node["name"]?.stringValue)
             let rate = try #require(node["rate"]?.numberValue)
-            #expect(group.contains(">\(name)</text>"), "\(place)")
+            #expect(group.contains(">\(name)</tspan>"), "\(place)")
             #expect(group.contains(">\(JSONValue.format(abs(rate))) W</text>"), "\(place): \(rate)")
             if let total = node["total"]?.numberValue { #expect(group.contains(">\(DisplayTotal.text(total)) kWh</text>"), "\(place)") }
         }
@@ -140,7 +140,7 @@ import Testing
         #expect(files == ["_._up__w_-day-2026-06-01.svg", "_._up__w_.svg"])
         #expect(!FileManager.default.fileExists(atPath: folder.url.appendingPathComponent("up").path))
         let picture = try read("\(pictures)/_._up__w_.svg")
-        #expect(picture.contains(">&lt;Grid &amp; &quot;Co&quot;&gt;</text>"))
+        #expect(picture.contains(">&lt;Grid &amp; &quot;Co&quot;&gt;</tspan>"))
         #expect(picture.contains(">Tom &amp; Jerry&#39;s &lt;b&gt;&quot;grid&quot;&lt;/b&gt;</text>"))
         #expect(!picture.contains("<b>"))
     }
