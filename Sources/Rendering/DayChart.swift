@@ -1,19 +1,43 @@
 import FlowCore
 import FoundationEssentials
 
-/// The documents a flow widget was pushed, in order: what its day charts are drawn from.
+/// The rates a flow widget was pushed, in order: what its day charts are drawn from.
 ///
 /// A widget shows a document from its push until the next one, so a chart draws each node's rate
 /// as steps: flat until the next push, then straight to the new value. That is what the phone
-/// showed, not a guess between two readings.
+/// showed, not a guess between two readings. Only the rates are kept per push (a day of pushes
+/// every 10 s is about a megabyte); names, colors and the unit are the latest the widget had.
 public struct PowerHistory: Sendable {
     public let zone: any LocalTimeZone
-    private(set) var pushes: [(at: Date, flow: FlowContent)] = []
+
+    /// One push: its time and the rate of each of the six places (`NodePlace.index`), nil where
+    /// the document had no such node.
+    struct Push: Sendable {
+        var at: Date
+        var rates: [Double?]
+    }
+
+    private(set) var pushes: [Push] = []
+    /// Per place: the node's latest name, and the first color it had that was not gray (gray only
+    /// says "held" and would make every held line look alike).
+    private(set) var names: [NodePlace: String] = [:]
+    private(set) var colors: [NodePlace: WidgetColor] = [:]
+    private(set) var unit: String?
 
     public init(zone: any LocalTimeZone) { self.zone = zone }
 
     /// Takes the whole document after a push at `at`. Pushes come in time order.
-    public mutating func record(_ flow: FlowContent, at: Date) { pushes.append((at, flow)) }
+    public mutating func record(_ flow: FlowContent, at: Date) {
+        var rates = [Double?](repeating: nil, count: NodePlace.count)
+        for (place, node) in flow.nodes {
+            guard let rate = node.rate, rate.isFinite else { continue }
+            rates[place.index] = rate
+            names[place] = node.name ?? FlowPicture.defaultName(of: place, inputCount: flow.inputs?.count ?? 0)
+            if colors[place] == nil, let color = WidgetColor(node.color), color != .gray { colors[place] = color }
+        }
+        unit = flow.unit
+        pushes.append(Push(at: at, rates: rates))
+    }
 
     /// One chart per local day that holds a push, in order. A day starts with what the widget
     /// showed at its midnight (the last document of the day before) and ends at its midnight, or,
@@ -22,17 +46,17 @@ public struct PowerHistory: Sendable {
         guard let last = pushes.last else { return [] }
         var charts: [DayChart] = []
         var index = 0
-        var carried: FlowContent?
+        var carried: [Double?]?
         while index < pushes.count {
             let day = zone.day(containing: pushes[index].at)
-            var events: [(at: Date, flow: FlowContent)] = carried.map { [(day.start, $0)] } ?? []
+            var events = carried.map { [Push(at: day.start, rates: $0)] } ?? []
             while index < pushes.count, pushes[index].at < day.end {
                 events.append(pushes[index])
                 index += 1
             }
             let until = index < pushes.count ? day.end : min(day.end, max(last.at, end ?? last.at))
-            charts.append(DayChart(title: title, day: day, zone: zone, events: events, until: until))
-            carried = events.last?.flow
+            charts.append(DayChart(title: title, day: day, history: self, events: events, until: until))
+            carried = events.last?.rates
         }
         return charts
     }
@@ -117,28 +141,26 @@ public struct DayChart: Sendable {
     public let series: [Series]
     public let axis: Axis
 
-    init(title: String, day: LocalDay, zone: any LocalTimeZone, events: [(at: Date, flow: FlowContent)], until: Date) {
+    init(title: String, day: LocalDay, history: PowerHistory, events: [PowerHistory.Push], until: Date) {
         self.title = title
         self.day = day
-        self.zone = zone
-        let contentUnit = events.last?.flow.unit
+        zone = history.zone
         let divisor: Double
-        switch contentUnit {
+        switch history.unit {
         case nil, "W": (unit, divisor) = ("kW", 1000)
         case "kW": (unit, divisor) = ("kW", 1)
         case let other?: (unit, divisor) = (other, 1)
         }
         var lines: [NodePlace: Series] = [:]
         var open: Set<NodePlace> = []
-        for (at, flow) in events {
+        for push in events {
             var present: Set<NodePlace> = []
-            for (place, node) in flow.nodes {
-                guard let rate = node.rate, rate.isFinite else { continue }
+            for place in NodePlace.all {
+                guard let rate = push.rates[place.index] else { continue }
                 present.insert(place)
                 let value = rate / divisor
-                var line = lines[place] ?? Series(place: place, name: "", color: .gray, segments: [])
-                line.name = node.name ?? FlowPicture.defaultName(of: place, inputCount: flow.inputs?.count ?? 0)
-                if line.color == .gray, let own = WidgetColor(node.color), own != .gray { line.color = own }
+                let at = push.at
+                var line = lines[place] ?? Series(place: place, name: history.names[place] ?? "", color: history.colors[place] ?? .gray, segments: [])
                 if open.contains(place), let previous = line.segments[line.segments.count - 1].last {
                     if at > previous.at { line.segments[line.segments.count - 1].append(Sample(at: at, value: previous.value)) }
                     if value != previous.value { line.segments[line.segments.count - 1].append(Sample(at: at, value: value)) }
@@ -148,11 +170,11 @@ public struct DayChart: Sendable {
                 lines[place] = line
             }
             // A slot that left the document ends its line where it left.
-            for place in open.subtracting(present) { lines[place]?.hold(until: at) }
+            for place in open.subtracting(present) { lines[place]?.hold(until: push.at) }
             open = present
         }
         for place in open { lines[place]?.hold(until: until) }
-        var ordered = lines.values.sorted { $0.place.order < $1.place.order }
+        var ordered = lines.values.sorted { $0.place.index < $1.place.index }
         // Each line its own color: a node without one, or sharing one, takes a slot's or a spare.
         var used: [WidgetColor] = []
         var spares = WidgetColor.spare[...]
@@ -330,13 +352,17 @@ extension DayChart.Series {
 }
 
 extension NodePlace {
-    /// Inputs, the output, the storage, the exchange: the order of the document and the legend.
-    var order: Int {
+    /// The six places of a flow in the order of the document and the legend: inputs, the output,
+    /// the storage, the exchange.
+    static let all: [NodePlace] = [.input(0), .input(1), .input(2), .output, .storage, .exchange]
+    static var count: Int { all.count }
+
+    var index: Int {
         switch self {
-        case .input(let index): index
-        case .output: 10
-        case .storage: 11
-        case .exchange: 12
+        case .input(let index): min(index, 2)
+        case .output: 3
+        case .storage: 4
+        case .exchange: 5
         }
     }
 }
