@@ -8,12 +8,16 @@ DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev \
 # And what the ingest benchmark needs besides: a C compiler for its publisher, Python for the paho
 # bridge (paho-mqtt itself goes into a throwaway virtual environment), mqtt2prometheus.
 BENCH_PACKAGES := gcc curl python3 python3-venv prometheus-mqtt-exporter
+# And what the screenshots of the pictures need.
+SCREENSHOT_PACKAGES := chromium python3
 
 BENCH_MESSAGES ?= 150000
 BENCH_ROUNDS ?= 3
 BENCH_IDLE_SECONDS ?= 60
+# Where `make screenshot` writes its pictures and screenshots.
+SCREENSHOTS ?= .build/screenshots
 
-.PHONY: deps build test release bench clean
+.PHONY: deps build test release bench screenshot clean
 
 ## deps: install the Debian packages that are missing (apt-get, via sudo when not root).
 deps:
@@ -45,6 +49,17 @@ release: deps
 bench: release
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(BENCH_PACKAGES)"
 	bench/run.sh .build/release/flowbridge $(BENCH_MESSAGES) $(BENCH_ROUNDS) $(BENCH_IDLE_SECONDS)
+
+## screenshot: the bundled day (Tests/Fixtures/home-day.*) through `replay --svg` and `render`, each
+## picture screenshotted by headless Chromium and checked not to be blank (scripts/screenshot.sh).
+screenshot: build
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(SCREENSHOT_PACKAGES)"
+	rm -rf $(SCREENSHOTS) && mkdir -p $(SCREENSHOTS)
+	$$($(SWIFT) build --show-bin-path)/flowbridge replay --config Tests/Fixtures/home-day.yaml \
+	  --state $(SCREENSHOTS)/state.json --svg $(SCREENSHOTS)/replay Tests/Fixtures/home-day.ndjson >/dev/null
+	$$($(SWIFT) build --show-bin-path)/flowbridge render --config Tests/Fixtures/home-day.yaml \
+	  --state $(SCREENSHOTS)/state.json --out $(SCREENSHOTS)/render
+	scripts/screenshot.sh $(SCREENSHOTS)
 
 clean:
 	rm -rf .build

@@ -12,7 +12,8 @@ public enum Commands {
     static let usage = """
         usage: flowbridge run    [--config FILE] [--dry-run] [--log-level debug|info|warning|error]
                flowbridge check  [--config FILE]
-               flowbridge replay [--config FILE] [--final] [--state FILE] TRACE   (TRACE - for standard input)
+               flowbridge replay [--config FILE] [--final] [--state FILE] [--svg DIR] TRACE   (TRACE - for standard input)
+               flowbridge render [--config FILE] [--state FILE] --out FILE.svg|DIR
         default config: /etc/flowbridge/config.yaml
         """
 
@@ -22,6 +23,8 @@ public enum Commands {
         var final = false
         var dryRun = false
         var state: String?
+        var out: String?
+        var svg: String?
         var logLevel = Logger.Level.info
         var positional: [String] = []
     }
@@ -43,6 +46,8 @@ public enum Commands {
             case "--final": arguments.final = true
             case "--dry-run": arguments.dryRun = true
             case "--state": arguments.state = try value(word)
+            case "--out", "-o": arguments.out = try value(word)
+            case "--svg": arguments.svg = try value(word)
             case "--log-level":
                 let text = try value(word)
                 guard let level = Logger.Level(word: text) else { throw UsageError(message: "unknown log level '\(text)'") }
@@ -75,6 +80,11 @@ public enum Commands {
         case "replay":
             guard arguments.positional.count == 1 else { return usageFailure("replay needs one TRACE (a file, or - for standard input)") }
             return replay(arguments, trace: arguments.positional[0])
+        case "render":
+            guard arguments.positional.isEmpty, let out = arguments.out else { return usageFailure("render needs --out FILE.svg or DIR, and no other arguments") }
+            guard let config = loadConfig(arguments.config) else { return configError }
+            let state = arguments.state ?? config.stateFile ?? StateStore.defaultPath()
+            return RenderCommand(config: config, statePath: state, out: out, log: Logger(threshold: arguments.logLevel)).run()
         case "help", "--help", "-h":
             print(usage)
             return 0
@@ -119,6 +129,13 @@ public enum Commands {
         let log = Logger(threshold: arguments.logLevel)
         let zone = zone(of: config)
         var replay = Replay(config: config.flow, zone: zone)
+        var pictures: ReplayPictures?
+        if let svg = arguments.svg {
+            do { pictures = ReplayPictures(folder: try PictureFolder(path: svg), zone: zone) } catch {
+                printError("flowbridge: cannot create the picture folder: \(error)")
+                return 73  // EX_CANTCREAT
+            }
+        }
         let store = arguments.state.map(StateStore.init(path:))
         if let store { replay.restore(from: store, log: log) }
         let fd: Int32 = trace == "-" ? 0 : open(trace, O_RDONLY | O_CLOEXEC)
@@ -128,7 +145,10 @@ public enum Commands {
         }
         defer { if fd != 0 { close(fd) } }
         var output = OutputBuffer()
-        func emit(_ items: [FlowEngine.Output]) { output.write(items, zone: zone, log: log) }
+        func emit(_ items: [FlowEngine.Output]) {
+            output.write(items, zone: zone, log: log)
+            pictures?.take(items)
+        }
         var number = 0
         for line in LineReader(fd: fd) {
             number += 1
@@ -148,6 +168,10 @@ public enum Commands {
                 printError("flowbridge: cannot write the state: \(error)")
                 return 73  // EX_CANTCREAT
             }
+        }
+        do { _ = try pictures?.write(widgets: config.flow.widgets.map(\.name), through: replay.engine.clock) } catch {
+            printError("flowbridge: cannot write the pictures: \(error)")
+            return 73  // EX_CANTCREAT
         }
         return 0
     }

@@ -38,9 +38,10 @@ public enum FileIO {
 
     /// Replaces a file atomically: a temporary file beside it, fsync, rename, fsync of the folder.
     /// A crash at any point leaves either the old file or the new one, never a torn one.
-    public static func writeAtomically(_ bytes: [UInt8], to path: String) throws(FileError) {
+    /// `permissions`: private by default (the state); pictures are for everyone to read.
+    public static func writeAtomically(_ bytes: [UInt8], to path: String, permissions: mode_t = 0o600) throws(FileError) {
         let temporary = "\(path).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, permissions)
         guard fd >= 0 else { throw FileError(temporary) }
         var written = 0
         while written < bytes.count {

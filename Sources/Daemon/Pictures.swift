@@ -1,0 +1,150 @@
+import FlowCore
+import FoundationEssentials
+import Glibc
+import Rendering
+
+/// A folder that receives SVG pictures (`render`, `replay --svg`), created when missing. Files are
+/// named after their widget, with anything but letters, digits, `.`, `_` and `-` replaced, so a
+/// widget name from the config can never point outside the folder.
+struct PictureFolder {
+    let path: String
+
+    init(path: String) throws(FileError) {
+        self.path = path
+        try Self.makeDirectories(path)
+    }
+
+    /// Writes `svg` as `<name>.svg` (atomically, readable by all: pictures are meant to be shown).
+    /// Returns the file's path.
+    @discardableResult
+    func write(_ svg: String, named name: String) throws(FileError) -> String {
+        let file = "\(path.hasSuffix("/") ? String(path.dropLast()) : path)/\(Self.fileName(name)).svg"
+        try FileIO.writeAtomically(Array(svg.utf8), to: file, permissions: 0o644)
+        return file
+    }
+
+    static func fileName(_ name: String) -> String {
+        let safe = String(name.map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_" })
+        return safe.isEmpty ? "widget" : safe.first == "." ? "_" + safe.dropFirst() : safe
+    }
+
+    /// `mkdir -p`.
+    static func makeDirectories(_ path: String) throws(FileError) {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for part in path.split(separator: "/") {
+            prefix += part
+            if mkdir(prefix, 0o755) != 0, errno != EEXIST { throw FileError(prefix) }
+            prefix += "/"
+        }
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw FileError(path) }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw FileError(path, errno: ENOTDIR) }
+    }
+}
+
+/// What `replay --svg` draws: the last document of every widget, and for each flow widget a chart
+/// of its nodes' power for every local day of the trace, from the documents it was pushed.
+struct ReplayPictures {
+    let folder: PictureFolder
+    let zone: any LocalTimeZone
+    var documents: [String: WidgetContent] = [:]
+    var histories: [String: PowerHistory] = [:]
+
+    init(folder: PictureFolder, zone: any LocalTimeZone) {
+        self.folder = folder
+        self.zone = zone
+    }
+
+    mutating func take(_ outputs: [FlowEngine.Output]) {
+        for case .push(let widget, let at, let push) in outputs { record(.flow(push.document), of: widget, at: at) }
+    }
+
+    mutating func record(_ document: WidgetContent, of widget: String, at: Date) {
+        documents[widget] = document
+        guard case .flow(let flow) = document else { return }
+        let zone = zone
+        histories[widget, default: PowerHistory(zone: zone)].record(flow, at: at)
+    }
+
+    /// Writes `<widget>.svg` and `<widget>-day-<date>.svg` for the `widgets` (config order) that were
+    /// pushed; `end` is when the replay stopped. Returns the files written.
+    func write(widgets: [String], through end: Date?) throws(FileError) -> [String] {
+        var written: [String] = []
+        for widget in widgets {
+            guard let document = documents[widget] else { continue }
+            written.append(try folder.write(WidgetPicture.svg(document, at: end), named: widget))
+            guard case .flow(let flow) = document, let history = histories[widget] else { continue }
+            for chart in history.charts(title: flow.shared.label ?? widget, through: end) {
+                written.append(try folder.write(chart.svg(), named: "\(widget)-day-\(chart.day.date)"))
+            }
+        }
+        return written
+    }
+}
+
+/// `flowbridge render`: the picture of each widget as the daemon's saved state shows it, computed at
+/// the state's latest time (so a reading that was stale then is drawn stale). The state file is
+/// only read: an unusable one is reported, never moved aside (that is the daemon's business).
+struct RenderCommand {
+    let config: DaemonConfig
+    let statePath: String
+    /// A file ending in `.svg` (a config with one widget), else a folder that gets `<widget>.svg`.
+    let out: String
+    let log: Logger
+
+    static let dataError: Int32 = 65  // EX_DATAERR
+    static let noInput: Int32 = 66  // EX_NOINPUT
+    static let cannotCreate: Int32 = 73  // EX_CANTCREAT
+
+    func run() -> Int32 {
+        let widgets = config.flow.widgets.map(\.name)
+        let toFile = out.hasSuffix(".svg")
+        if toFile, widgets.count > 1 {
+            return Commands.usageFailure("--out \(out) is one file, but the config has \(widgets.count) widgets: give a folder")
+        }
+        let state: JSONValue
+        do {
+            state = try JSONValue(parsing: try FileIO.read(statePath))
+        } catch let error as FileError {
+            Commands.printError("flowbridge: cannot read the state: \(error)")
+            return Self.noInput
+        } catch {
+            Commands.printError("flowbridge: \(statePath) is not a state file: \(error)")
+            return Self.dataError
+        }
+        var engine = FlowEngine(config: config.flow, zone: Commands.zone(of: config))
+        do {
+            try engine.restore(state).forEach(log.log)
+        } catch {
+            Commands.printError("flowbridge: \(statePath) cannot be used: \(error)")
+            return Self.dataError
+        }
+        guard let at = engine.latestKnownTime else {
+            Commands.printError("flowbridge: \(statePath) holds no reading yet: nothing to draw")
+            return Self.dataError
+        }
+        let documents = engine.currentDocuments(at: at)
+        var drawn = 0
+        do {
+            let folder = toFile ? nil : try PictureFolder(path: out)
+            for widget in widgets {
+                guard let document = documents[widget] else {
+                    log.log(.warning, "widget '\(widget)' has nothing to show in \(statePath); no picture")
+                    continue
+                }
+                let svg = WidgetPicture.svg(document, at: at)
+                if let folder {
+                    print(try folder.write(svg, named: widget))
+                } else {
+                    try FileIO.writeAtomically(Array(svg.utf8), to: out, permissions: 0o644)
+                    print(out)
+                }
+                drawn += 1
+            }
+        } catch {
+            Commands.printError("flowbridge: cannot write the picture: \(error)")
+            return Self.cannotCreate
+        }
+        return drawn > 0 ? 0 : Self.dataError
+    }
+}

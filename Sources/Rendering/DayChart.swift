@@ -1,0 +1,379 @@
+import FlowCore
+import FoundationEssentials
+
+/// The rates a flow widget was pushed, in order: what its day charts are drawn from.
+///
+/// A widget shows a document from its push until the next one, so a chart draws each node's rate
+/// as steps: flat until the next push, then straight to the new value. That is what the phone
+/// showed, not a guess between two readings. Only the rates are kept per push (a day of pushes
+/// every 10 s is about a megabyte); names, colors and the unit are the latest the widget had.
+public struct PowerHistory: Sendable {
+    public let zone: any LocalTimeZone
+
+    /// One push: its time and the rate of each of the six places (`NodePlace.index`), nil where
+    /// the document had no such node.
+    struct Push: Sendable {
+        var at: Date
+        var rates: [Double?]
+    }
+
+    private(set) var pushes: [Push] = []
+    /// Per place: the node's latest name, and the first color it had that was not gray (gray only
+    /// says "held" and would make every held line look alike).
+    private(set) var names: [NodePlace: String] = [:]
+    private(set) var colors: [NodePlace: WidgetColor] = [:]
+    private(set) var unit: String?
+
+    public init(zone: any LocalTimeZone) { self.zone = zone }
+
+    /// Takes the whole document after a push at `at`. Pushes come in time order.
+    public mutating func record(_ flow: FlowContent, at: Date) {
+        var rates = [Double?](repeating: nil, count: NodePlace.count)
+        for (place, node) in flow.nodes {
+            guard let rate = node.rate, rate.isFinite else { continue }
+            rates[place.index] = rate
+            names[place] = node.name ?? FlowPicture.defaultName(of: place, inputCount: flow.inputs?.count ?? 0)
+            if colors[place] == nil, let color = WidgetColor(node.color), color != .gray { colors[place] = color }
+        }
+        unit = flow.unit
+        pushes.append(Push(at: at, rates: rates))
+    }
+
+    /// One chart per local day that holds a push, in order. A day starts with what the widget
+    /// showed at its midnight (the last document of the day before) and ends at its midnight, or,
+    /// on the last day, at `end` (when the replay stopped: the last document was still shown).
+    public func charts(title: String, through end: Date?) -> [DayChart] {
+        guard let last = pushes.last else { return [] }
+        var charts: [DayChart] = []
+        var index = 0
+        var carried: [Double?]?
+        while index < pushes.count {
+            let day = zone.day(containing: pushes[index].at)
+            var events = carried.map { [Push(at: day.start, rates: $0)] } ?? []
+            while index < pushes.count, pushes[index].at < day.end {
+                events.append(pushes[index])
+                index += 1
+            }
+            let until = index < pushes.count ? day.end : min(day.end, max(last.at, end ?? last.at))
+            charts.append(DayChart(title: title, day: day, history: self, events: events, until: until))
+            carried = events.last?.rates
+        }
+        return charts
+    }
+}
+
+/// The power of every node of a flow widget over one local day: a line per node against the local
+/// time of day (00:00 to 24:00, the day's true length on a DST day), a kW scale, the signed nodes
+/// (exchange, storage) around a zero line, and a legend with the node names.
+public struct DayChart: Sendable {
+    public struct Sample: Sendable, Equatable {
+        public var at: Date
+        /// In the chart's unit (kW for a widget in W).
+        public var value: Double
+
+        public init(at: Date, value: Double) {
+            self.at = at
+            self.value = value
+        }
+    }
+
+    /// One node's line; a slot that disappears (cleared while its meter was silent) breaks it.
+    public struct Series: Sendable {
+        public let place: NodePlace
+        public var name: String
+        public var color: WidgetColor
+        public var segments: [[Sample]]
+
+        public var samples: [Sample] { segments.flatMap { $0 } }
+
+        /// The name, and for a signed node what its signs mean.
+        public var legend: String {
+            switch place {
+            case .exchange: "\(name) (+ importing, − exporting)"
+            case .storage: "\(name) (+ filling, − draining)"
+            case .input, .output: name
+            }
+        }
+    }
+
+    /// The value axis: from `lower` to `upper` in ticks of `step`, 0 always among them.
+    public struct Axis: Sendable, Equatable {
+        public var lower: Double
+        public var upper: Double
+        public var step: Double
+
+        /// A round step (1, 2, 2.5 or 5 × 10ⁿ) giving about five ticks over everything drawn, and 0.
+        init(covering values: [Double]) {
+            let low = min(0, values.min() ?? 0)
+            var high = max(0, values.max() ?? 0)
+            if high - low < 1e-9 { high = low + 1 }
+            let rough = (high - low) / 5
+            var magnitude = 1.0
+            while magnitude * 10 <= rough { magnitude *= 10 }
+            while magnitude > rough { magnitude /= 10 }
+            step = [1, 2, 2.5, 5, 10].map { $0 * magnitude }.first { $0 >= rough } ?? magnitude * 10
+            lower = (low / step).rounded(.down) * step
+            upper = (high / step).rounded(.up) * step
+        }
+
+        var ticks: [Double] {
+            let count = Int(((upper - lower) / step).rounded())
+            return (0...count).map { lower + Double($0) * step }
+        }
+
+        /// The decimals a tick label needs: 0 for steps of 1 or more, 1 for 0.5, 2 for 0.25.
+        var decimals: Int {
+            var decimals = 0
+            var scaled = step
+            while decimals < 3, abs(scaled - scaled.rounded()) > 1e-6 {
+                scaled *= 10
+                decimals += 1
+            }
+            return decimals
+        }
+    }
+
+    public let title: String
+    public let day: LocalDay
+    public let zone: any LocalTimeZone
+    /// What the values are in: `kW` for a widget in W or kW, else the widget's own unit.
+    public let unit: String
+    public let series: [Series]
+    public let axis: Axis
+
+    init(title: String, day: LocalDay, history: PowerHistory, events: [PowerHistory.Push], until: Date) {
+        self.title = title
+        self.day = day
+        zone = history.zone
+        let divisor: Double
+        switch history.unit {
+        case nil, "W": (unit, divisor) = ("kW", 1000)
+        case "kW": (unit, divisor) = ("kW", 1)
+        case let other?: (unit, divisor) = (other, 1)
+        }
+        var lines: [NodePlace: Series] = [:]
+        var open: Set<NodePlace> = []
+        for push in events {
+            var present: Set<NodePlace> = []
+            for place in NodePlace.all {
+                guard let rate = push.rates[place.index] else { continue }
+                present.insert(place)
+                let value = rate / divisor
+                let at = push.at
+                var line = lines[place] ?? Series(place: place, name: history.names[place] ?? "", color: history.colors[place] ?? .gray, segments: [])
+                if open.contains(place), let previous = line.segments[line.segments.count - 1].last {
+                    if at > previous.at { line.segments[line.segments.count - 1].append(Sample(at: at, value: previous.value)) }
+                    if value != previous.value { line.segments[line.segments.count - 1].append(Sample(at: at, value: value)) }
+                } else {
+                    line.segments.append([Sample(at: at, value: value)])
+                }
+                lines[place] = line
+            }
+            // A slot that left the document ends its line where it left.
+            for place in open.subtracting(present) { lines[place]?.hold(until: push.at) }
+            open = present
+        }
+        for place in open { lines[place]?.hold(until: until) }
+        var ordered = lines.values.sorted { $0.place.index < $1.place.index }
+        // Each line its own color: a node without one, or sharing one, takes a slot's or a spare.
+        var used: [WidgetColor] = []
+        var spares = WidgetColor.spare[...]
+        for position in ordered.indices {
+            var color = ordered[position].color == .gray ? WidgetColor.slotDefault(ordered[position].place) : ordered[position].color
+            if used.contains(color) { color = spares.popFirst() ?? color }
+            used.append(color)
+            ordered[position].color = color
+        }
+        series = ordered
+        axis = Axis(covering: ordered.flatMap { $0.samples.map(\.value) })
+    }
+
+    // MARK: - Drawing
+
+    public static let width = 800.0
+    static let plotLeft = 70.0
+    static let plotRight = width - 30
+    static let plotTop = 92.0
+    static let plotBottom = 362.0
+
+    public func svg() -> String {
+        let legend = legendPlaces()
+        let height = (legend.last?.y ?? Self.plotBottom + 40) + 28
+        var card = Card(
+            shared: SharedContent(label: "\(title) · \(day.date)", subtitle: "Power in \(unit) by local time (\(zone.identifier))"),
+            width: Self.width, height: height,
+            fallbackTitle: title)
+        let style = card.style
+        drawGrid(on: &card)
+        for line in series { draw(line, on: &card) }
+        for (line, place) in zip(series, legend) {
+            card.svg.group([("class", "legend-item")]) { svg in
+                svg.element(
+                    "line",
+                    [("x1", SVGWriter.number(place.x)), ("y1", SVGWriter.number(place.y - 5)), ("x2", SVGWriter.number(place.x + 22)),
+                     ("y2", SVGWriter.number(place.y - 5)), ("stroke", line.color.onLight.hex), ("stroke-width", "3.5"),
+                     ("stroke-linecap", "round")])
+                svg.label(line.legend, x: place.x + 30, y: place.y, size: 13, maxWidth: Self.legendTextWidth, anchor: "start", fill: style.text.hex)
+            }
+        }
+        return card.finish()
+    }
+
+    static let legendTextWidth = 300.0
+
+    /// Where each legend entry starts (the baseline of its name), in rows under the time axis.
+    func legendPlaces() -> [Point] {
+        var places: [Point] = []
+        var x = Self.plotLeft
+        var y = Self.plotBottom + 56
+        for line in series {
+            let width = 30 + min(Self.legendTextWidth, SVGWriter.estimatedWidth(line.legend, size: 13, bold: false)) + 26
+            if x + width > Self.plotRight, x > Self.plotLeft {
+                x = Self.plotLeft
+                y += 24
+            }
+            places.append(Point(x: x, y: y))
+            x += width
+        }
+        return places
+    }
+
+    func xPosition(_ at: Date) -> Double {
+        let share = at.timeIntervalSince(day.start) / day.end.timeIntervalSince(day.start)
+        return Self.plotLeft + (Self.plotRight - Self.plotLeft) * min(1, max(0, share))
+    }
+
+    func yPosition(_ value: Double) -> Double {
+        Self.plotBottom - (Self.plotBottom - Self.plotTop) * (value - axis.lower) / (axis.upper - axis.lower)
+    }
+
+    /// Value lines and labels, the zero line stronger; time ticks every 3 hours, labelled with the
+    /// local clock (on a DST day they show the jump).
+    private func drawGrid(on card: inout Card) {
+        let style = card.style
+        let pale = style.paleText.hex
+        card.svg.group([("class", "grid")]) { svg in
+            for tick in axis.ticks {
+                let y = yPosition(tick)
+                let isZero = abs(tick) < axis.step / 1000
+                svg.element(
+                    "line",
+                    [("x1", SVGWriter.number(Self.plotLeft)), ("y1", SVGWriter.number(y)), ("x2", SVGWriter.number(Self.plotRight)),
+                     ("y2", SVGWriter.number(y)), ("stroke", isZero ? style.text.mixed(with: style.background, amount: 0.35).hex : WidgetColor.hairline.hex),
+                     ("stroke-width", isZero ? "1.5" : "1")] + (isZero ? [("class", "zero")] : []))
+                svg.label(
+                    DisplayNumber.fixed(isZero ? 0 : tick, decimals: axis.decimals), x: Self.plotLeft - 8, y: y + 4, size: 12,
+                    anchor: "end", fill: pale)
+            }
+            svg.label(unit, x: Self.plotLeft - 8, y: Self.plotTop - 12, size: 12, anchor: "end", weight: "600", fill: pale)
+            let hours = day.end.timeIntervalSince(day.start) / 3600
+            var marks = stride(from: 0.0, to: hours - 0.5, by: 3).map { day.start.addingTimeInterval($0 * 3600) }
+            marks.append(day.end)
+            for mark in marks {
+                let x = xPosition(mark)
+                svg.element(
+                    "line",
+                    [("x1", SVGWriter.number(x)), ("y1", SVGWriter.number(Self.plotTop)), ("x2", SVGWriter.number(x)),
+                     ("y2", SVGWriter.number(Self.plotBottom + 5)), ("stroke", WidgetColor.hairline.hex)])
+                svg.label(mark == day.end ? "24:00" : clock(at: mark), x: x, y: Self.plotBottom + 22, size: 12, fill: pale, classes: "hour")
+            }
+        }
+    }
+
+    /// `HH:MM` of the local clock.
+    func clock(at instant: Date) -> String {
+        let seconds = Int(instant.timeIntervalSince1970.rounded(.down)) + zone.utcOffsetSeconds(at: instant)
+        let minutes = ((seconds / 60) % 1440 + 1440) % 1440
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(two(minutes / 60)):\(two(minutes % 60))"
+    }
+
+    private func draw(_ line: Series, on card: inout Card) {
+        let paint = line.color.onLight.hex
+        card.svg.group([("class", "series"), ("data-place", line.place.description), ("data-name", line.name)]) { svg in
+            for segment in line.segments {
+                let points = Self.averaged(segment.map { Point(x: xPosition($0.at), y: yPosition($0.value)) })
+                if points.count == 1 {
+                    svg.element("circle", [("cx", SVGWriter.number(points[0].x)), ("cy", SVGWriter.number(points[0].y)), ("r", "2.5"), ("fill", paint)])
+                } else {
+                    svg.element(
+                        "polyline",
+                        [("points", SVGWriter.points(points)), ("fill", "none"), ("stroke", paint), ("stroke-width", "2"),
+                         ("stroke-linejoin", "round")])
+                }
+            }
+        }
+    }
+
+    /// The line as drawn: per pixel column (about two minutes of the day), the mean of the power
+    /// over the part of the column the line covers, weighted by time. The area under the drawn
+    /// line stays the day's energy, a day of pushes every few seconds draws with one point per
+    /// column, and a push shown for a few seconds (readings of one moment arriving a second apart)
+    /// stays what it was on the phone: a blip, not a wall.
+    static func averaged(_ points: [Point]) -> [Point] {
+        guard points.count > 1 else { return points }
+        var drawn: [Point] = [points[0]]
+        var column = Int(points[0].x.rounded(.down))
+        var area = 0.0
+        var covered: (from: Double, to: Double)?
+        func flush() {
+            guard let span = covered, span.to > span.from else { return }
+            drawn.append(Point(x: (span.from + span.to) / 2, y: area / (span.to - span.from)))
+            area = 0
+            covered = nil
+        }
+        for (p, q) in zip(points, points.dropFirst()) where q.x > p.x {
+            var from = p.x
+            while from < q.x {
+                let here = Int(from.rounded(.down))
+                if here != column {
+                    flush()
+                    column = here
+                }
+                let to = min(q.x, Double(here + 1))
+                func y(at x: Double) -> Double { p.y + (q.y - p.y) * (x - p.x) / (q.x - p.x) }
+                area += (y(at: from) + y(at: to)) / 2 * (to - from)
+                covered = (covered?.from ?? from, to)
+                from = to
+            }
+        }
+        flush()
+        drawn.append(points[points.count - 1])
+        return drawn
+    }
+}
+
+extension DayChart.Series {
+    /// Draws the last value on until `end` and closes the line.
+    mutating func hold(until end: Date) {
+        guard let last = segments.last?.last, end > last.at else { return }
+        segments[segments.count - 1].append(DayChart.Sample(at: end, value: last.value))
+    }
+}
+
+extension NodePlace {
+    /// The six places of a flow in the order of the document and the legend: inputs, the output,
+    /// the storage, the exchange.
+    static let all: [NodePlace] = [.input(0), .input(1), .input(2), .output, .storage, .exchange]
+    static var count: Int { all.count }
+
+    var index: Int {
+        switch self {
+        case .input(let index): min(index, 2)
+        case .output: 3
+        case .storage: 4
+        case .exchange: 5
+        }
+    }
+}
+
+extension FlowContent {
+    /// Every node of the document with its place, inputs first.
+    var nodes: [(place: NodePlace, node: FlowNode)] {
+        var all: [(NodePlace, FlowNode)] = (inputs ?? []).enumerated().map { (.input($0.offset), $0.element) }
+        if let output { all.append((.output, output)) }
+        if let storage { all.append((.storage, storage)) }
+        if let exchange { all.append((.exchange, exchange)) }
+        return all
+    }
+}
