@@ -14,20 +14,24 @@ struct RunTests {
         let output: String
         let folder: TemporaryFolder
 
-        init(config: String, folder: TemporaryFolder = TemporaryFolder(), environment: [String: String] = [:]) throws {
+        /// `flowbridge run --config <folder>/config.yaml` plus `arguments`; its output in `<folder>/<name>.log`.
+        init(
+            config: String, folder: TemporaryFolder = TemporaryFolder(), arguments: [String] = [], environment: [String: String] = [:],
+            name: String = "out"
+        ) throws {
             self.folder = folder
             let path = try folder.write("config.yaml", config)
-            output = folder.url.appendingPathComponent("out.log").path
+            output = folder.url.appendingPathComponent("\(name).log").path
             process = try ChildProcess(
-                Repository.binary, ["run", "--config", path, "--dry-run"], outputFile: output, environment: environment)
+                Repository.binary, ["run", "--config", path] + arguments, outputFile: output, environment: environment)
         }
 
         /// A daemon on `broker` with the test config, its state in its own folder.
-        convenience init(broker: MosquittoBroker, extra: String = "", environment: [String: String] = [:]) throws {
+        convenience init(broker: MosquittoBroker, extra: String = "", arguments: [String] = [], environment: [String: String] = [:]) throws {
             let folder = TemporaryFolder()
             try self.init(
                 config: RunTests.config(port: broker.port, state: folder.url.appendingPathComponent("state.json").path, extra: extra),
-                folder: folder, environment: environment)
+                folder: folder, arguments: arguments, environment: environment)
         }
 
         var statePath: String { folder.url.appendingPathComponent("state.json").path }
@@ -110,8 +114,9 @@ struct RunTests {
         await broker.kill()
         #expect(await daemon.waitFor("broker connection:"), "\(daemon.text)")
         try await broker.restart()
-        // One SUBACK per topic (3) per connection: the second connection has subscribed.
-        #expect(await broker.waitForLog("Sending SUBACK to flowbridge-test", count: 6, timeout: .seconds(15)), "\(daemon.text)")
+        // One SUBSCRIBE (and SUBACK) for all topics per connection: the second connection has subscribed.
+        #expect(await broker.waitForLog("Sending SUBACK to flowbridge-test", count: 2, timeout: .seconds(20)), "\(daemon.text)")
+        #expect(broker.log.components(separatedBy: "Received SUBSCRIBE from flowbridge-test").count - 1 == 2, "\(broker.log)")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":-777}"#)
         #expect(await daemon.waitFor(#""rate":-777"#), "\(daemon.text)")
         await daemon.stop()
@@ -142,32 +147,33 @@ struct RunTests {
         await daemon.stop()
     }
 
-    @Test func readyArrivesOnTheNotifySocketAfterTheFirstSubscription() async throws {
+    /// Ready means configured and running: a broker still down at boot must not make systemd time
+    /// the start out. The status line follows the connection.
+    @Test func readyAtOnceWithTheBrokerDownThenStatusFollowsTheConnection() async throws {
         let broker = try await MosquittoBroker()
+        await broker.stop()
         let folder = TemporaryFolder()
-        let socketPath = folder.url.appendingPathComponent("notify.sock").path
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in socketPath.utf8.enumerated() { buffer[index] = byte }
+        let notify = try NotifySocket(in: folder)
+        let daemon = try Daemon(
+            config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("state.json").path), folder: folder,
+            environment: ["NOTIFY_SOCKET": notify.path])
+        let ready = try #require(await notify.next { $0.contains("READY=1") }, "\(daemon.text)")
+        #expect(ready.contains("STATUS=connecting to broker 127.0.0.1:\(broker.port)"), "\(ready)")
+        #expect(!daemon.text.contains("connected to"))
+        let waiting = await notify.next { $0.contains("STATUS=waiting") }
+        #expect(waiting == "STATUS=waiting for broker 127.0.0.1:\(broker.port): connection refused", "\(notify.received)")
+        try await broker.start()
+        let connected = await notify.next(timeout: .seconds(20)) { $0.contains("STATUS=connected") }
+        // Three sources, none has sent anything yet.
+        #expect(connected == "STATUS=connected to 127.0.0.1:\(broker.port); 3 of 3 sources silent so far", "\(notify.received)")
+        #expect(daemon.text.contains("connected to 127.0.0.1:\(broker.port)"))
+        for (topic, payload) in [("solar/ac/power", "1"), ("shellypro3em-abc/status/em:0", #"{"total_act_power":1}"#), ("evcc/site/battery/power", "1")] {
+            try await broker.publish(topic: topic, payload: payload)
         }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        #expect(bound == 0)
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let daemon = try Daemon(broker: broker, environment: ["NOTIFY_SOCKET": socketPath])
-        var buffer = [UInt8](repeating: 0, count: 512)
-        let count = recv(fd, &buffer, buffer.count, 0)
-        let message = count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : ""
-        #expect(message.contains("READY=1"), "\(daemon.text)")
-        #expect(await broker.waitForLog("Sending SUBACK to flowbridge-test"))  // subscribed before READY
+        let allHeard = await notify.next { $0.hasPrefix("STATUS=connected") && !$0.contains("silent") }
+        #expect(allHeard == "STATUS=connected to 127.0.0.1:\(broker.port)", "\(notify.received)")
         daemon.process.send(SIGTERM)
-        let stopping = recv(fd, &buffer, buffer.count, 0)
-        #expect(stopping > 0 && String(decoding: buffer[..<stopping], as: UTF8.self).contains("STOPPING=1"))
+        #expect(await notify.next { $0.contains("STOPPING=1") } != nil)
         #expect(await daemon.process.waitForExit(timeout: .seconds(2)))
     }
 
@@ -310,7 +316,7 @@ struct RunTests {
         let reader = open(fifo, O_RDONLY | O_NONBLOCK)  // opened, never read
         defer { close(reader) }
         let errors = folder.url.appendingPathComponent("err.log").path
-        let process = try ChildProcess(Repository.binary, ["run", "--config", config, "--dry-run"], outputFile: fifo, errorFile: errors)
+        let process = try ChildProcess(Repository.binary, ["run", "--config", config], outputFile: fifo, errorFile: errors)
         func log() -> String { (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "" }
         let clock = ContinuousClock()
         var deadline = clock.now + .seconds(10)
@@ -358,5 +364,48 @@ struct RunTests {
         #expect(process.terminationStatus == 0, "\(output)")
         #expect(output.isEmpty, "\(output)")
         #expect(unit.contains("Type=notify") && unit.contains("DynamicUser=yes") && unit.contains("ProtectSystem=strict"))
+    }
+}
+
+/// A socket where the daemon's sd_notify datagrams arrive, as systemd's would.
+final class NotifySocket {
+    let path: String
+    private let fd: Int32
+    /// Every datagram so far.
+    private(set) var received: [String] = []
+    private var consumed = 0
+
+    init(in folder: TemporaryFolder) throws {
+        path = folder.url.appendingPathComponent("notify.sock").path
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
+    }
+
+    deinit { close(fd) }
+
+    /// The next datagram (in order) that matches, polling without blocking a thread; nil on timeout.
+    func next(timeout: Duration = .seconds(10), where matches: (String) -> Bool) async -> String? {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            while case let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)), count > 0 {
+                received.append(String(decoding: buffer[..<count], as: UTF8.self))
+            }
+            while consumed < received.count {
+                consumed += 1
+                if matches(received[consumed - 1]) { return received[consumed - 1] }
+            }
+            if clock.now >= deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
     }
 }
