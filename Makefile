@@ -4,7 +4,7 @@
 SWIFT ?= swift
 # Debian packages the build, the tests and the benchmark need.
 DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev \
-                mosquitto mosquitto-clients openssl tzdata systemd
+                mosquitto mosquitto-clients openssl tzdata systemd strace
 # And what the ingest benchmark needs besides.
 BENCH_PACKAGES := gcc bc curl python3 python3-pip
 
