@@ -125,8 +125,10 @@ public enum Commands {
 
     /// Checks the config as `run` would, in this environment: every problem `run` finds in it.
     static func check(_ arguments: Arguments) -> Int32 {
-        guard let config = loadConfig(arguments.config, context: .process(stateOverride: arguments.state)) else { return configError }
-        print(ConfigSummary(config: config, zone: zone(of: config)).text, terminator: "")
+        let context = ConfigContext.process(stateOverride: arguments.state)
+        guard let config = loadConfig(arguments.config, context: context) else { return configError }
+        let summary = ConfigSummary(config: config, zone: zone(of: config), statePath: context.statePath(configured: config.stateFile))
+        print(summary.text, terminator: "")
         return 0
     }
 

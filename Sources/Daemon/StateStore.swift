@@ -51,7 +51,7 @@ public struct StateStore: Sendable {
     public func inspect(configPath: String? = nil) -> Inspection {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            return errno == ENOENT ? .none : .unusable(StateFileProblem(path, FileError(path).reason))
+            return errno == ENOENT ? .none : .unusable(StateFileProblem(path, "cannot be read (\(FileError(path).reason))"))
         }
         if (info.st_mode & S_IFMT) == S_IFDIR {
             return .unusable(StateFileProblem(path, "is a directory; state_file names the file to keep the day in"))
@@ -61,7 +61,7 @@ public struct StateStore: Sendable {
         }
         let bytes: [UInt8]
         do { bytes = try FileIO.read(path, atMost: Self.sizeLimit + 1) } catch {
-            return .unusable(StateFileProblem(path, "cannot be read (\(error.reason)), so the day cannot be continued"))
+            return .unusable(StateFileProblem(path, "cannot be read (\(error.reason))"))
         }
         let marked = bytes.starts(with: Self.header)
         guard bytes.count <= Self.sizeLimit else {
