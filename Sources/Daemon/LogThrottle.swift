@@ -3,7 +3,7 @@ import FoundationEssentials
 /// Says a recurring problem once per interval per key (a disk that stays full, a publish that keeps
 /// failing) instead of on every repeat; a problem that went away and comes back is said at once.
 struct LogThrottle {
-    var intervalSeconds: Double = 60
+    let intervalSeconds: Double
     private var lastSaid: [String: Date] = [:]
 
     init(intervalSeconds: Double = 60) { self.intervalSeconds = intervalSeconds }

@@ -33,6 +33,7 @@ struct RunCommand {
         let store = StateStore(path: context.statePath(configured: config.stateFile))
         // One owner per state, for as long as this process runs; a dry run only reads it.
         var lock: StateLock?
+        defer { withExtendedLifetime(lock) {} }
         if !dryRun {
             store.prepareFolder(log: log)
             do { lock = try StateLock(statePath: store.path) } catch {
@@ -137,7 +138,6 @@ struct RunCommand {
             }
             group.cancelAll()
         }
-        defer { withExtendedLifetime(lock) {} }
         if dryRun {
             log.log(.info, "stopped (dry run: nothing delivered, no state written)")
             return 0

@@ -23,7 +23,7 @@ struct RunTests {
             let path = try folder.write("config.yaml", config)
             output = folder.url.appendingPathComponent("\(name).log").path
             let command = [Repository.binary, "run", "--config", path] + arguments
-            let launch = normalUser ? asNormalUser(command) : (path: command[0], arguments: Array(command.dropFirst()))
+            let launch = normalUser ? asNormalUser(command, in: folder) : (path: command[0], arguments: Array(command.dropFirst()))
             process = try ChildProcess(launch.path, launch.arguments, outputFile: output, environment: environment)
         }
 
@@ -426,7 +426,6 @@ struct RunTests {
         let locked = folder.url.appendingPathComponent("root-only").path
         try FileManager.default.createDirectory(atPath: locked, withIntermediateDirectories: true)
         chmod(locked, 0o755)
-        giveToNormalUser(folder.url.appendingPathComponent("out.log").path)
         let daemon = try Daemon(config: Self.config(port: broker.port, state: "\(locked)/state.json"), folder: folder, normalUser: getuid() == 0)
         #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
         #expect(daemon.text.contains("warning: the state folder \(locked) is not writable (Permission denied)"), "\(daemon.text)")

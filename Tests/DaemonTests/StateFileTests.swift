@@ -67,7 +67,7 @@ import Testing
         let saved = try Data(contentsOf: URL(fileURLWithPath: state))
         chmod(state, 0o600)  // root's; the normal user may not read it
         chmod(folder.url.path, 0o777)
-        let command = asNormalUser([Repository.binary, "check", "--config", config, "--state", state])
+        let command = asNormalUser([Repository.binary, "check", "--config", config, "--state", state], in: folder)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command.path)
         process.arguments = command.arguments
@@ -130,7 +130,7 @@ import Testing
         let config = try folder.write("config.yaml", ReplayTests.dayConfig)
         func resolved(_ text: String) -> String { text.replacingOccurrences(of: "XDG", with: folder.url.path + "/xdg").replacingOccurrences(of: "HOME", with: folder.url.path + "/home") }
         let command = asNormalUser(["/usr/bin/env", "-u", "STATE_DIRECTORY", "-u", "XDG_STATE_HOME"]
-            + environment.map { "\($0.key)=\(resolved($0.value))" } + [Repository.binary, "check", "--config", config])
+            + environment.map { "\($0.key)=\(resolved($0.value))" } + [Repository.binary, "check", "--config", config], in: folder)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command.path)
         process.arguments = command.arguments

@@ -118,9 +118,18 @@ func runFlowbridgeMeasured(_ arguments: [String], environment: [String: String] 
 }
 
 /// The command that runs `arguments` as a normal user: through `setpriv` as nobody when the tests
-/// run as root (as CI does), as they are otherwise.
-func asNormalUser(_ arguments: [String]) -> (path: String, arguments: [String]) {
+/// run as root (as CI does), as they are otherwise. The flowbridge binary is linked into `folder`
+/// first: the build folder may be one nobody cannot enter (CI tests a copy in a 0700 folder).
+func asNormalUser(_ arguments: [String], in folder: TemporaryFolder) -> (path: String, arguments: [String]) {
     guard getuid() == 0 else { return (arguments[0], Array(arguments.dropFirst())) }
+    var arguments = arguments
+    if let position = arguments.firstIndex(of: Repository.binary) {
+        let reachable = folder.url.appendingPathComponent("flowbridge").path
+        if !FileManager.default.fileExists(atPath: reachable), link(Repository.binary, reachable) != 0 {
+            try? FileManager.default.copyItem(atPath: Repository.binary, toPath: reachable)
+        }
+        arguments[position] = reachable
+    }
     return ("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--"] + arguments)
 }
 
