@@ -15,6 +15,8 @@ import Synchronization
 final class Bridge: Sendable {
     struct State {
         var engine: FlowEngine
+        /// The config that runs: the last one loaded, except the settings that wait for a restart.
+        var config: DaemonConfig
         var zone: any LocalTimeZone
         /// Per widget: how many pushes went out (see `WidgetPush.sequence`).
         var sequences: [String: UInt64] = [:]
@@ -22,31 +24,42 @@ final class Bridge: Sendable {
         var dirty = false
     }
 
-    /// What the state writer keeps: one save at a time, a failing disk said once a minute.
-    struct Saving {
-        var lastError: Date?
-    }
-
+    /// The state writer: one save at a time, a failing disk said once a minute.
+    let saving = Mutex(LogThrottle())
     let state: Mutex<State>
-    let saving = Mutex(Saving())
     let sinks: [any Sink]
-    let store: StateStore
+    /// Where the state is saved; nil for a dry run, which writes nothing.
+    let store: StateStore?
     let log: Logger
 
-    init(engine: FlowEngine, zone: any LocalTimeZone, sinks: [any Sink], store: StateStore, log: Logger) {
-        state = Mutex(State(engine: engine, zone: zone))
+    init(engine: FlowEngine, config: DaemonConfig, zone: any LocalTimeZone, sinks: [any Sink], store: StateStore?, log: Logger) {
+        state = Mutex(State(engine: engine, config: config, zone: zone))
         self.sinks = sinks
         self.store = store
         self.log = log
     }
 
     /// Builds the engine for `config` and restores the saved day into it, and each sink's part.
-    static func engine(for config: DaemonConfig, zone: any LocalTimeZone, store: StateStore, sinks: [any Sink], log: Logger) -> FlowEngine {
+    static func engine(
+        for config: DaemonConfig, zone: any LocalTimeZone, store: StateStore, access: StateStore.Access, configPath: String,
+        sinks: [any Sink], log: Logger
+    ) throws(StateFileProblem) -> FlowEngine {
         var engine = FlowEngine(config: config.flow, zone: zone)
-        if let saved = store.restore(into: &engine, log: log), let sinkStates = saved["sinks"]?.objectValue {
+        let saved = try store.restore(into: &engine, access: access, configPath: configPath, log: log)
+        if let sinkStates = saved?["sinks"]?.objectValue {
             for sink in sinks { sinkStates[sink.name].map(sink.restore) }
         }
         return engine
+    }
+
+    /// The config that runs.
+    var config: DaemonConfig { state.withLock { $0.config } }
+
+    /// How many sources have received nothing at all yet.
+    var silentSources: Int {
+        state.withLock { state in
+            state.engine.sourceStats.values.count { $0.readings + $0.noReading + $0.rejected == 0 }
+        }
     }
 
     /// Takes a message.
@@ -65,7 +78,7 @@ final class Bridge: Sendable {
     func tick(at now: Date, saveInterval: Double = 5) {
         let snapshot = state.withLock { state -> JSONValue? in
             dispatch(state.engine.tick(through: now), &state)
-            guard state.dirty, state.lastSave.map({ now.timeIntervalSince($0) >= saveInterval || now < $0 }) ?? true else {
+            guard store != nil, state.dirty, state.lastSave.map({ now.timeIntervalSince($0) >= saveInterval || now < $0 }) ?? true else {
                 return nil
             }
             return takeSnapshot(&state, at: now)
@@ -73,21 +86,24 @@ final class Bridge: Sendable {
         if let snapshot { write(snapshot, at: now) }
     }
 
-    /// Swaps in a new engine (a reloaded config), carrying the day over through a snapshot.
-    func replaceEngine(config: DaemonConfig, zone: any LocalTimeZone) throws(StateError) {
+    /// Swaps in a new engine (a reloaded config), carrying the day over through a snapshot, in the
+    /// running zone. `config` becomes the running one.
+    func replaceEngine(config: DaemonConfig) throws(StateError) {
         try state.withLock { state throws(StateError) in
-            var engine = FlowEngine(config: config.flow, zone: zone)
+            var engine = FlowEngine(config: config.flow, zone: state.zone)
             try engine.restore(state.engine.snapshot())
             engine.adoptDeliveries(from: state.engine)
             state.engine = engine
-            state.zone = zone
+            state.config = config
         }
     }
 
-    /// Writes the state now (at shutdown); false when it could not be written.
+    /// Writes the state now (at shutdown); false when it could not be written (a dry run writes
+    /// nothing, and that is no failure).
     @discardableResult
     func flush(at now: Date) -> Bool {
-        write(state.withLock { takeSnapshot(&$0, at: now) }, at: now)
+        guard store != nil else { return true }
+        return write(state.withLock { takeSnapshot(&$0, at: now) }, at: now)
     }
 
     /// Pushes to every sink, diagnostics to the log.
@@ -123,15 +139,15 @@ final class Bridge: Sendable {
     /// Writes a snapshot outside the engine's lock; one write at a time.
     @discardableResult
     private func write(_ snapshot: JSONValue, at now: Date) -> Bool {
-        saving.withLock { saving in
+        guard let store else { return true }
+        return saving.withLock { throttle in
             do {
                 try store.save(snapshot)
-                saving.lastError = nil
+                throttle.clear("state")
                 return true
             } catch {
-                if saving.lastError.map({ now.timeIntervalSince($0) >= 60 || now < $0 }) ?? true {
+                if throttle.allows("state", at: now) {
                     log.log(.error, "cannot write the state: \(error)")
-                    saving.lastError = now
                 }
                 // Not written: the next tick tries again.
                 state.withLock { $0.dirty = true }

@@ -9,12 +9,22 @@ public enum Commands {
     static let usageError: Int32 = 64
     static let configError: Int32 = 78
 
+    /// The version, said by `--version` and at start.
+    public static let version = "0.1.0"
+
     static let usage = """
-        usage: flowbridge run    [--config FILE] [--dry-run] [--log-level debug|info|warning|error]
-               flowbridge check  [--config FILE]
+        usage: flowbridge run    [--config FILE] [--dry-run] [--state FILE] [--log-level debug|info|warning|error]
+               flowbridge check  [--config FILE] [--state FILE]
                flowbridge replay [--config FILE] [--final] [--state FILE] [--svg DIR] TRACE   (TRACE - for standard input)
                flowbridge render [--config FILE] [--state FILE] --out FILE.svg|DIR
-        default config: /etc/flowbridge/config.yaml
+               flowbridge --version
+          --config FILE  the config (default: /etc/flowbridge/config.yaml)
+          --dry-run      read the config and the state, connect and compute, print what would be sent;
+                         deliver nothing, publish nothing, write no state (safe beside the service)
+          --state FILE   the state file to use instead of state_file or the default place
+                         ($STATE_DIRECTORY, /var/lib/flowbridge, or ~/.local/state/flowbridge)
+          --svg DIR      replay: also draw each widget and its day chart into DIR
+          --out FILE|DIR render: where the pictures go
         """
 
     struct Arguments {
@@ -73,7 +83,10 @@ public enum Commands {
         switch arguments.command {
         case "run":
             guard arguments.positional.isEmpty else { return usageFailure("run takes no other arguments") }
-            return await RunCommand(configPath: arguments.config, dryRun: arguments.dryRun, log: Logger(threshold: arguments.logLevel)).run()
+            return await RunCommand(
+                configPath: arguments.config, dryRun: arguments.dryRun, stateOverride: arguments.state,
+                log: Logger(threshold: arguments.logLevel)
+            ).run()
         case "check":
             guard arguments.positional.isEmpty else { return usageFailure("check takes no other arguments") }
             return check(arguments)
@@ -83,10 +96,13 @@ public enum Commands {
         case "render":
             guard arguments.positional.isEmpty, let out = arguments.out else { return usageFailure("render needs --out FILE.svg or DIR, and no other arguments") }
             guard let config = loadConfig(arguments.config) else { return configError }
-            let state = arguments.state ?? config.stateFile ?? StateStore.defaultPath()
-            return RenderCommand(config: config, statePath: state, out: out, log: Logger(threshold: arguments.logLevel)).run()
+            let state = ConfigContext.process(stateOverride: arguments.state).statePath(configured: config.stateFile)
+            return RenderCommand(config: config, configPath: arguments.config, statePath: state, out: out, log: Logger(threshold: arguments.logLevel)).run()
         case "help", "--help", "-h":
             print(usage)
+            return 0
+        case "version", "--version":
+            print("flowbridge \(version)")
             return 0
         default:
             return usageFailure("unknown command '\(arguments.command)'")
@@ -103,10 +119,11 @@ public enum Commands {
         _ = line.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
     }
 
-    /// Reads and checks the config file; prints what is wrong on failure.
-    static func loadConfig(_ path: String) -> DaemonConfig? {
+    /// Reads and checks the config file (with a context: and what it refers to); prints what is
+    /// wrong on failure.
+    static func loadConfig(_ path: String, context: ConfigContext? = nil) -> DaemonConfig? {
         do {
-            return try DaemonConfig.load(path: path)
+            return try DaemonConfig.load(path: path, context: context)
         } catch {
             printError(error.description)
             return nil
@@ -118,9 +135,12 @@ public enum Commands {
         config.timezone.flatMap(SystemTimeZone.init(identifier:)) ?? SystemTimeZone.system
     }
 
+    /// Checks the config as `run` would, in this environment: every problem `run` finds in it.
     static func check(_ arguments: Arguments) -> Int32 {
-        guard let config = loadConfig(arguments.config) else { return configError }
-        print(ConfigSummary(config: config, zone: zone(of: config)).text, terminator: "")
+        let context = ConfigContext.process(stateOverride: arguments.state)
+        guard let config = loadConfig(arguments.config, context: context) else { return configError }
+        let summary = ConfigSummary(config: config, zone: zone(of: config), statePath: context.statePath(configured: config.stateFile))
+        print(summary.text, terminator: "")
         return 0
     }
 
@@ -137,7 +157,22 @@ public enum Commands {
             }
         }
         let store = arguments.state.map(StateStore.init(path:))
-        if let store { replay.restore(from: store, log: log) }
+        // The state has one owner at a time: a replay into the daemon's state waits for no one.
+        var lock: StateLock?
+        if let store {
+            do {
+                lock = try StateLock(statePath: store.path)
+                try replay.restore(from: store, configPath: arguments.config, log: log)
+            } catch let error as StateLock.Failure {
+                printError("flowbridge: \(error)")
+                if case .held = error { return RunCommand.stateInUse }
+                return 73  // EX_CANTCREAT: the state could not be written either
+            } catch {
+                printError("flowbridge: \(error)")
+                return configError
+            }
+        }
+        defer { withExtendedLifetime(lock) {} }
         let fd: Int32 = trace == "-" ? 0 : open(trace, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             printError("flowbridge: \(FileError(trace))")
@@ -207,12 +242,12 @@ struct OutputBuffer {
 }
 
 extension DaemonConfig {
-    /// Reads a config file and checks it.
-    public static func load(path: String) throws(ConfigError) -> DaemonConfig {
+    /// Reads a config file and checks it (with a context: and what it refers to).
+    public static func load(path: String, context: ConfigContext? = nil) throws(ConfigError) -> DaemonConfig {
         let bytes: [UInt8]
-        do { bytes = try FileIO.read(path) } catch {
+        do { bytes = try FileIO.read(path, limit: sizeLimit) } catch {
             throw ConfigError(file: path, problems: [ConfigProblem(path: "", line: nil, message: "cannot read: \(error.reason)")])
         }
-        return try parse(bytes: bytes, file: path)
+        return try parse(bytes: bytes, file: path, context: context)
     }
 }

@@ -139,6 +139,11 @@ struct MappingReader {
         return text
     }
 
+    /// Takes every key: nothing in this mapping is reported as unknown.
+    mutating func ignoreRest() {
+        for (key, _) in pairs { if let name = key.scalarValue { taken.insert(name) } }
+    }
+
     /// Reports the keys nobody asked for.
     func finish() {
         for (key, _) in pairs {

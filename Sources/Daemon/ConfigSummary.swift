@@ -5,11 +5,14 @@ import FlowCore
 struct ConfigSummary {
     let config: DaemonConfig
     let zone: any LocalTimeZone
+    /// The state file a run would use here.
+    let statePath: String
 
     var text: String {
         var lines: [String] = []
         let flow = config.flow
         lines.append("config OK: \(flow.sources.count) source\(flow.sources.count == 1 ? "" : "s"), \(flow.widgets.count) widget\(flow.widgets.count == 1 ? "" : "s"); day in \(zone.identifier); broker \(config.mqtt.host):\(config.mqtt.port)\(config.mqtt.tls == nil ? "" : " (TLS)")")
+        lines.append("state kept in \(statePath)")
         let sources = Dictionary(flow.sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for widget in flow.widgets {
             let policy = widget.policy

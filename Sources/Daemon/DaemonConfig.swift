@@ -1,5 +1,7 @@
 import FlowCore
+import FoundationEssentials
 import Glibc
+import Mosquitto
 
 /// How flowbridge reaches the broker (`mqtt:` in the config). Secrets are never inline-only: the
 /// password comes from a file (a systemd credential) or an environment variable.
@@ -13,6 +15,9 @@ public struct MQTTSettings: Sendable, Equatable {
     public var username: String?
     public var passwordFile: String?
     public var passwordEnv: String?
+    /// The password read from `passwordFile` or `passwordEnv`; set only when the config was loaded
+    /// for `check` or `run` (a `ConfigContext`), so a changed password counts as a changed setting.
+    public var password: Secret?
     /// MQTT 5 when true, else 3.1.1.
     public var mqtt5 = false
     public var tls: TLSSettings?
@@ -25,6 +30,23 @@ public struct MQTTSettings: Sendable, Equatable {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// Libmosquitto's limits for the keepalive: 5 s to about 18 hours.
+    public static let keepaliveRange = 5...65_535
+
+    /// The client's options. A dry run gets a client ID of its own (the service's would take over
+    /// the service's session) and no last will: it announces nothing on the broker.
+    func options(dryRun: Bool = false) -> MQTTOptions {
+        MQTTOptions(
+            host: host, port: port, clientID: dryRun ? "\(clientID)-dry-run-\(getpid())" : clientID,
+            keepaliveSeconds: keepaliveSeconds, username: username, password: password?.value,
+            tls: tls.map { TLSOptions(caFile: $0.caFile, certFile: $0.certFile, keyFile: $0.keyFile, insecure: $0.insecure) },
+            protocolVersion: mqtt5 ? .v5 : .v311,
+            will: dryRun ? nil : Will(topic: statusTopic, payload: Array("offline".utf8), qos: 1, retain: true))
+    }
+
+    /// `<prefix>/status`: `online` while running, `offline` after (the last will).
+    public var statusTopic: String { "\(topicPrefix)/status" }
+
     public struct TLSSettings: Sendable, Equatable {
         /// nil: the system's certificate store.
         public var caFile: String?
@@ -32,6 +54,45 @@ public struct MQTTSettings: Sendable, Equatable {
         public var keyFile: String?
         /// Certificate verification is on unless the user says `insecure: true`.
         public var insecure = false
+    }
+}
+
+/// A password or token: compared like any setting, never printed (`description` and `dump` redact it).
+public struct Secret: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
+    public let value: String
+    public init(_ value: String) { self.value = value }
+    public var description: String { "<redacted>" }
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
+}
+
+/// What `check` and `run` look at beyond the config text: the broker password (a file, a systemd
+/// credential, an environment variable), the TLS files and the state file. Both load the config
+/// through it, so `check` finds every problem `run` would, with its line; replay and tests parse
+/// the text alone.
+public struct ConfigContext: Sendable {
+    public var environment: [String: String]
+    /// `--state FILE`: the state file to use instead of `state_file` or the default place.
+    public var stateOverride: String?
+
+    public init(environment: [String: String], stateOverride: String? = nil) {
+        self.environment = environment
+        self.stateOverride = stateOverride
+    }
+
+    /// This process's environment.
+    public static func process(stateOverride: String? = nil) -> ConfigContext {
+        ConfigContext(environment: ProcessInfo.processInfo.environment, stateOverride: stateOverride)
+    }
+
+    /// The state file a run uses: `--state`, else the config's `state_file`, else the default place.
+    public func statePath(configured: String?) -> String {
+        stateOverride ?? configured ?? StateStore.defaultPath(environment: environment)
+    }
+
+    /// Where a `password_file` is: a relative name is a systemd credential (`LoadCredential=`).
+    func credentialPath(_ file: String) -> String? {
+        if file.hasPrefix("/") { return file }
+        return environment["CREDENTIALS_DIRECTORY"].map { "\($0)/\(file)" }
     }
 }
 
@@ -51,21 +112,27 @@ public struct DaemonConfig: Sendable, Equatable {
     /// Where the day's state is kept; nil: `$STATE_DIRECTORY/state.json` or the default.
     public var stateFile: String?
 
+    /// Config files are a few kB; a larger one is a mistake (`--config /dev/zero`), said as such.
+    public static let sizeLimit = 1 << 20
+
     /// Reads and checks a config text (YAML, or JSON, which is YAML too). `file` names it in errors.
-    public static func parse(_ text: String, file: String) throws(ConfigError) -> DaemonConfig {
-        try parse(bytes: Array(text.utf8), file: file)
+    public static func parse(_ text: String, file: String, context: ConfigContext? = nil) throws(ConfigError) -> DaemonConfig {
+        try parse(bytes: Array(text.utf8), file: file, context: context)
     }
 
     /// Reads and checks the raw bytes of a config file (invalid UTF-8 is reported with its line).
-    public static func parse(bytes: [UInt8], file: String) throws(ConfigError) -> DaemonConfig {
+    /// With a `context`, also what the config refers to (password, TLS files, state file).
+    public static func parse(bytes: [UInt8], file: String, context: ConfigContext? = nil) throws(ConfigError) -> DaemonConfig {
         let root: YAMLNode
         do {
             root = try YAMLDocument.parse(bytes: bytes)
         } catch {
-            throw ConfigError(file: file, problems: [ConfigProblem(path: "", line: error.mark?.line, message: error.message)])
+            let line = error.mark?.line
+            let hint = line.flatMap { ConfigHint.bracketsInJSONPath(onLine: $0, of: bytes) }.map { "; \($0)" } ?? ""
+            throw ConfigError(file: file, problems: [ConfigProblem(path: "", line: line, message: error.message + hint)])
         }
         let reader = ConfigReader()
-        let config = ConfigLoader(reader: reader).load(root)
+        let config = ConfigLoader(reader: reader, context: context, file: file).load(root)
         guard reader.problems.isEmpty, let config else {
             throw ConfigError(file: file, problems: reader.problems)
         }
@@ -73,9 +140,13 @@ public struct DaemonConfig: Sendable, Equatable {
     }
 }
 
-/// Turns the YAML tree into a `DaemonConfig`, checking names, units, slots and references.
+/// Turns the YAML tree into a `DaemonConfig`, checking names, units, slots and references, and,
+/// with a context, what the config refers to outside itself.
 struct ConfigLoader {
     let reader: ConfigReader
+    var context: ConfigContext?
+    /// The config file's path (a state file must not be it).
+    var file: String
 
     func load(_ root: YAMLNode) -> DaemonConfig? {
         guard var top = reader.mapping(root, "") else { return nil }
@@ -86,6 +157,7 @@ struct ConfigLoader {
         let mqtt = top.value("mqtt").map { loadMQTT($0, "mqtt") } ?? MQTTSettings()
         let keepalives = top.value("keepalive").map { loadKeepalives($0, "keepalive") } ?? []
         let stateFile = top.text("state_file")
+        if let context { checkStateFile(stateFile, at: top.value("state_file"), context: context) }
         var sources: [SourceConfig] = []
         if let node = top.required("sources"), let mapping = reader.mapping(node, "sources") {
             for (key, value) in mapping.pairs {
@@ -109,25 +181,66 @@ struct ConfigLoader {
             stateFile: stateFile)
     }
 
+    /// The state file a run would use must be a flowbridge state or nothing yet: a directory, the
+    /// config itself or another program's file is refused here, before anything is renamed.
+    func checkStateFile(_ configured: String?, at node: YAMLNode?, context: ConfigContext) {
+        let path = context.statePath(configured: configured)
+        guard case .unusable(let problem) = StateStore(path: path).inspect(configPath: file) else { return }
+        if context.stateOverride != nil {
+            reader.report("", nil, "--state: \(problem)")
+        } else if configured != nil {
+            reader.report("state_file", node, "\(problem.path) \(problem.reason)")
+        } else {
+            reader.report("", nil, "\(problem) (the default place; set state_file or --state to use another)")
+        }
+    }
+
     // MARK: mqtt
 
     func loadMQTT(_ node: YAMLNode, _ path: String) -> MQTTSettings {
         var settings = MQTTSettings()
         guard var map = reader.mapping(node, path) else { return settings }
-        if let host = map.text("host") { settings.host = host }
+        let problemsBefore = reader.problems.count
+        if let host = map.text("host") {
+            if host.isEmpty || host.contains(where: \.isWhitespace) {
+                reader.report(map.childPath("host"), map.value("host"), "must be a host name or address, found '\(host)'")
+            } else {
+                settings.host = host
+            }
+        }
         if let port = map.number("port") {
             if port == port.rounded(), (1...65_535).contains(port) { settings.port = Int(port) } else {
                 reader.report(map.childPath("port"), map.value("port"), "must be a port number 1…65535")
             }
         }
-        if let id = map.text("client_id") { settings.clientID = id }
-        if let keepalive = map.duration("keepalive") { settings.keepaliveSeconds = max(5, Int(keepalive)) }
+        if let id = map.text("client_id") {
+            if id.isEmpty || id.utf8.count > 65_535 || id.utf8.contains(0) {
+                reader.report(map.childPath("client_id"), map.value("client_id"), "must be 1 to 65535 bytes, without NUL")
+            } else {
+                settings.clientID = id
+            }
+        }
+        if let keepalive = map.duration("keepalive") {
+            if keepalive == keepalive.rounded(), MQTTSettings.keepaliveRange.contains(Int(exactly: keepalive) ?? 0) {
+                settings.keepaliveSeconds = Int(keepalive)
+            } else {
+                reader.report(map.childPath("keepalive"), map.value("keepalive"), "must be whole seconds from 5s to 65535s (the broker's ping interval)")
+            }
+        }
         settings.username = map.text("username")
         if map.value("password") != nil {
             reader.report(map.childPath("password"), map.value("password"), "write the password to a file (password_file) or an environment variable (password_env), never into the config")
         }
         settings.passwordFile = map.text("password_file")
         settings.passwordEnv = map.text("password_env")
+        if settings.passwordFile != nil, settings.passwordEnv != nil {
+            reader.report(map.childPath("password_env"), map.value("password_env"), "give password_file or password_env, not both")
+        } else if settings.passwordFile != nil || settings.passwordEnv != nil, settings.username == nil {
+            let key = settings.passwordFile != nil ? "password_file" : "password_env"
+            reader.report(map.childPath(key), map.value(key), "a password needs a username (mqtt.username)")
+        } else if let context {
+            settings.password = loadPassword(&map, settings, context: context)
+        }
         if let version = map.value("protocol") {
             switch version.scalarValue {
             case "5", "5.0": settings.mqtt5 = true
@@ -145,9 +258,16 @@ struct ConfigLoader {
         if let tlsNode = map.value("tls") {
             var tls = MQTTSettings.TLSSettings()
             if var tlsMap = reader.mapping(tlsNode, map.childPath("tls")) {
-                tls.caFile = tlsMap.text("ca_file")
-                tls.certFile = tlsMap.text("cert_file")
-                tls.keyFile = tlsMap.text("key_file")
+                func file(_ key: String) -> String? {
+                    guard let path = tlsMap.text(key) else { return nil }
+                    if context != nil, access(path, R_OK) != 0 {
+                        reader.report(tlsMap.childPath(key), tlsMap.value(key), "cannot read \(FileError(path))")
+                    }
+                    return path
+                }
+                tls.caFile = file("ca_file")
+                tls.certFile = file("cert_file")
+                tls.keyFile = file("key_file")
                 tls.insecure = tlsMap.flag("insecure") ?? false
                 if (tls.certFile == nil) != (tls.keyFile == nil) {
                     reader.report(tlsMap.childPath("cert_file"), tlsNode, "a client certificate needs both cert_file and key_file")
@@ -157,7 +277,44 @@ struct ConfigLoader {
             settings.tls = tls
         }
         map.finish()
+        // What the client checks once more at start; said here, so `run` never finds more than `check`.
+        if context != nil, reader.problems.count == problemsBefore {
+            do { try settings.options().validate() } catch {
+                reader.report(path, node, error.description)
+            }
+        }
         return settings
+    }
+
+    /// The broker password from its file (a systemd credential) or its environment variable.
+    func loadPassword(_ map: inout MappingReader, _ settings: MQTTSettings, context: ConfigContext) -> Secret? {
+        if let file = settings.passwordFile {
+            let key = map.childPath("password_file")
+            guard let path = context.credentialPath(file) else {
+                reader.report(key, map.value("password_file"), "'\(file)' is a credential name, and $CREDENTIALS_DIRECTORY is unset (systemd sets it for LoadCredential=); outside systemd, give the file's full path, or set CREDENTIALS_DIRECTORY to the folder that holds it")
+                return nil
+            }
+            do {
+                var text = String(decoding: try FileIO.read(path, limit: 65_536), as: UTF8.self)
+                while text.last == "\n" || text.last == "\r" { text.removeLast() }
+                if text.isEmpty {
+                    reader.report(key, map.value("password_file"), "\(path) is empty (a LoadCredential= file that is missing arrives as the unit's empty default)")
+                    return nil
+                }
+                return Secret(text)
+            } catch {
+                reader.report(key, map.value("password_file"), "cannot read \(error)")
+                return nil
+            }
+        }
+        if let name = settings.passwordEnv {
+            guard let value = context.environment[name] else {
+                reader.report(map.childPath("password_env"), map.value("password_env"), "the environment variable \(name) is not set")
+                return nil
+            }
+            return Secret(value)
+        }
+        return nil
     }
 
     func loadKeepalives(_ node: YAMLNode, _ path: String) -> [KeepaliveSettings] {
@@ -168,7 +325,11 @@ struct ConfigLoader {
         return items.enumerated().compactMap { index, item in
             guard var map = reader.mapping(item, "\(path)[\(index)]") else { return nil }
             defer { map.finish() }
-            let topic = map.required("topic").flatMap { reader.text($0, map.childPath("topic")) }
+            var topic = map.required("topic").flatMap { reader.text($0, map.childPath("topic")) }
+            if let text = topic, text.isEmpty || text.contains("+") || text.contains("#") || text.utf8.contains(0) {
+                reader.report(map.childPath("topic"), map.value("topic"), "'\(text)' is not a topic to publish to (not empty, no wildcards)")
+                topic = nil
+            }
             let interval = map.duration("interval") ?? 30
             if interval < 1 { reader.report(map.childPath("interval"), map.value("interval"), "must be at least 1s") }
             return topic.map { KeepaliveSettings(topic: $0, intervalSeconds: max(1, interval)) }
@@ -188,7 +349,9 @@ struct ConfigLoader {
             do { topic = try TopicFilter(text) } catch { reader.report(map.childPath("topic"), map.value("topic"), error.description) }
         }
         var path: JSONPath?
-        if let text = map.text("json") {
+        if let node = map.value("json"), node.items != nil {
+            reader.report(map.childPath("json"), node, "expected a text, found a list; \(ConfigHint.quoteJSONPath)")
+        } else if let text = map.text("json") {
             do { path = try JSONPath(text) } catch { reader.report(map.childPath("json"), map.value("json"), error.description) }
         }
         let unit = map.value("unit").flatMap { reader.choice($0, map.childPath("unit"), as: SourceUnit.self) } ?? .watt
@@ -216,6 +379,8 @@ struct ConfigLoader {
             if let template {
                 reader.report(map.childPath("template"), map.value("template"), "'\(template)' is not a template flowbridge feeds (flow)")
             }
+            // Without a template its other keys mean nothing: one problem, not one per key.
+            map.ignoreRest()
             return nil
         }
         var widget = FlowWidgetConfig(name: name)
@@ -364,6 +529,23 @@ struct ConfigLoader {
         let words = (allowed[slot]?.keys.sorted() ?? []) + ["{counter: SOURCE}", "{daily: SOURCE}"]
         reader.report(path, node, "'\(word)' is not a total of the \(slot.rawValue) slot (use \(words.joined(separator: ", ")))")
         return nil
+    }
+}
+
+/// Hints for mistakes YAML makes easy.
+enum ConfigHint {
+    static let quoteJSONPath = #"a JSON path with [ ] is read by YAML as a list: put it in quotes, e.g. json: '["em:0"].x'"#
+
+    /// The hint for a YAML syntax error on a line that holds an unquoted `json:` path with
+    /// brackets (`{topic: x, json: ENERGY.Power[1]}`): in a flow mapping `[` starts a list.
+    static func bracketsInJSONPath(onLine line: Int, of bytes: [UInt8]) -> String? {
+        let lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
+        guard line >= 1, line <= lines.count else { return nil }
+        let text = String(decoding: lines[line - 1], as: UTF8.self)
+        guard let key = text.firstRange(of: "json:") else { return nil }
+        let value = text[key.upperBound...].drop { $0 == " " }
+        guard let first = value.first, first != "'", first != "\"", value.contains("[") else { return nil }
+        return quoteJSONPath
     }
 }
 

@@ -87,6 +87,8 @@ struct ReplayPictures {
 /// only read: an unusable one is reported, never moved aside (that is the daemon's business).
 struct RenderCommand {
     let config: DaemonConfig
+    /// The config file, which a state file must never be.
+    let configPath: String
     let statePath: String
     /// A file ending in `.svg` (a config with one widget), else a folder that gets `<widget>.svg`.
     let out: String
@@ -103,13 +105,17 @@ struct RenderCommand {
             return Commands.usageFailure("--out \(out) is one file, but the config has \(widgets.count) widgets: give a folder")
         }
         let state: JSONValue
-        do {
-            state = try JSONValue(parsing: try FileIO.read(statePath))
-        } catch let error as FileError {
-            Commands.printError("flowbridge: cannot read the state: \(error)")
+        switch StateStore(path: statePath).inspect(configPath: configPath) {
+        case .state(let saved):
+            state = saved
+        case .none:
+            Commands.printError("flowbridge: cannot read the state: there is no state file at \(statePath)")
             return Self.noInput
-        } catch {
-            Commands.printError("flowbridge: \(statePath) is not a state file: \(error)")
+        case .damaged(let reason):
+            Commands.printError("flowbridge: state file \(statePath) cannot be used: \(reason)")
+            return Self.dataError
+        case .unusable(let problem):
+            Commands.printError("flowbridge: \(problem)")
             return Self.dataError
         }
         var engine = FlowEngine(config: config.flow, zone: Commands.zone(of: config))

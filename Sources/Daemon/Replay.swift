@@ -65,8 +65,10 @@ public struct Replay {
         drainSeconds = config.widgets.map(\.policy.minIntervalSeconds).max() ?? 0
     }
 
-    /// Restores the saved day before the first message.
-    public mutating func restore(from store: StateStore, log: Logger) { store.restore(into: &engine, log: log) }
+    /// Restores the saved day before the first message; throws when the file is not a state to use.
+    public mutating func restore(from store: StateStore, configPath: String? = nil, log: Logger) throws(StateFileProblem) {
+        try store.restore(into: &engine, configPath: configPath, log: log)
+    }
 
     /// Feeds one message; returns every output, in order.
     public mutating func feed(_ message: TraceMessage) -> [FlowEngine.Output] {

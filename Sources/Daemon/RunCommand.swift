@@ -4,6 +4,7 @@ import FlowCore
 import FoundationEssentials
 import Glibc
 import Mosquitto
+import Synchronization
 
 /// `flowbridge run`: the daemon. It subscribes to every source's topic, feeds the engine with the
 /// wall clock, ticks it every second (staleness, trailing pushes, midnight, state saves), and
@@ -11,60 +12,92 @@ import Mosquitto
 /// signal exits at once. SIGHUP reloads the config; a broken one is reported and the old one runs on.
 struct RunCommand {
     let configPath: String
-    /// Print the patches instead of delivering them. Standard output is the only sink so far, so
-    /// both ways print; without the flag the log says so.
+    /// Read the config and the state, connect and compute, print the pushes; deliver nothing,
+    /// publish nothing, write no state: safe beside the running service.
     let dryRun: Bool
+    /// `--state FILE`: the state file instead of `state_file` or the default place.
+    let stateOverride: String?
     let log: Logger
+
+    /// The state is in use by another daemon (sysexits EX_TEMPFAIL: it may be free later).
+    static let stateInUse: Int32 = 75
+    /// The state could not be saved at the stop (sysexits EX_CANTCREAT).
+    static let stateNotSaved: Int32 = 73
 
     func run() async -> Int32 {
         // A reader of standard output that goes away is reported (StdoutSink), not a reason to die.
         signal(SIGPIPE, SIG_IGN)
-        guard var config = Commands.loadConfig(configPath) else { return Commands.configError }
+        let context = ConfigContext.process(stateOverride: stateOverride)
+        guard let config = Commands.loadConfig(configPath, context: context) else { return Commands.configError }
         let zone = Commands.zone(of: config)
-        let store = StateStore(path: config.stateFile ?? StateStore.defaultPath())
-        let sinks: [any Sink] = [StdoutSink(zone: zone, log: { [log] in log.log($0) })]
-        let bridge = Bridge(
-            engine: Bridge.engine(for: config, zone: zone, store: store, sinks: sinks, log: log), zone: zone, sinks: sinks,
-            store: store, log: log)
+        let store = StateStore(path: context.statePath(configured: config.stateFile))
+        // One owner per state, for as long as this process runs; a dry run only reads it.
+        var lock: StateLock?
+        defer { withExtendedLifetime(lock) {} }
+        if !dryRun {
+            store.prepareFolder(log: log)
+            do { lock = try StateLock(statePath: store.path) } catch {
+                if case .held = error {
+                    log.log(.error, "\(error)")
+                    return Self.stateInUse
+                }
+                log.log(.warning, "\(error); the state cannot be written either")
+            }
+        }
+        let sinks = Self.sinks(for: config, zone: zone, log: log)
+        let engine: FlowEngine
+        do {
+            engine = try Bridge.engine(
+                for: config, zone: zone, store: store, access: dryRun ? .readOnly : .owner, configPath: configPath, sinks: sinks,
+                log: log)
+        } catch {
+            log.log(.error, "\(error)")
+            return Commands.configError
+        }
+        let bridge = Bridge(engine: engine, config: config, zone: zone, sinks: sinks, store: dryRun ? nil : store, log: log)
         let client: MQTTClient
         do {
-            client = try MQTTClient(options: try mqttOptions(config.mqtt), subscriptions: subscriptions(of: config), qos: 1)
+            client = try MQTTClient(options: config.mqtt.options(dryRun: dryRun), subscriptions: Self.subscriptions(of: config), qos: 1)
             try client.start()
         } catch {
             log.log(.error, "cannot start the MQTT client: \(error)")
             return Commands.configError
         }
-        let status = "\(config.mqtt.topicPrefix)/status"
+        let broker = "\(config.mqtt.host):\(config.mqtt.port)"
+        let messages = OwnMessages(client: client, log: log)
         let notifier = SystemdNotifier()
+        let status = StatusReporter(ServiceStatus(address: broker, sourceCount: config.flow.sources.count), notifier: notifier)
         let signals = SignalEvents([SIGTERM, SIGINT, SIGHUP])
-        if !dryRun { log.log(.info, "no widget API sink yet: pushes go to standard output as NDJSON, as with --dry-run") }
-        log.log(.info, "flowbridge started: \(config.flow.sources.count) sources, broker \(config.mqtt.host):\(config.mqtt.port), day in \(zone.identifier)")
+        if dryRun {
+            log.log(.info, "dry run: pushes go to standard output; nothing is delivered or published, and \(store.path) is only read")
+        } else {
+            log.log(.info, "no widget API sink yet: pushes go to standard output as NDJSON")
+        }
+        log.log(.info, "flowbridge \(Commands.version) started: \(config.flow.sources.count) sources, broker \(broker), day in \(zone.identifier), state \(store.path)")
+        // Configured, state loaded, client running: ready, whether or not the broker answers yet.
+        status.ready()
 
-        let started = config  // what the tasks read; a reload only swaps the engine
         await withTaskGroup(of: Void.self) { group in
             // MQTT events, in order; awaiting each keeps the client's bounded buffer meaningful.
             group.addTask {
-                var ready = false
                 var events = client.events.makeAsyncIterator()
                 while let event = await events.next() {
                     switch event {
                     case .message(let message):
                         bridge.receive(message, at: Date())
                     case .connected:
-                        log.log(.info, "connected to \(started.mqtt.host):\(started.mqtt.port), subscribed to \(client.subscriptions.count) topics")
-                        try? client.publish(topic: status, payload: Array("online".utf8), qos: 1, retain: true)
+                        log.log(.info, "connected to \(broker), subscribed to \(client.subscriptions.count) topics")
+                        status.update { $0.broker = .connected }
+                        if !dryRun { messages.publish(topic: config.mqtt.statusTopic, payload: "online", qos: 1, retain: true) }
                         // Venus OS publishes nothing until asked: ask at once, not after an interval.
-                        for keepalive in started.keepalives { try? client.publish(topic: keepalive.topic, payload: []) }
-                        if !ready {
-                            notifier.notify("READY=1\nSTATUS=connected")
-                            ready = true
-                        }
+                        for keepalive in bridge.config.keepalives { messages.publish(topic: keepalive.topic) }
                     case .disconnected(let reason):
                         log.log(.warning, "broker connection: \(reason); reconnecting")
+                        status.update { $0.broker = .waiting(cause: client.lastError?.cause ?? reason) }
                     }
                 }
             }
-            // The clock: deadlines, state saves, the watchdog, Victron keepalives.
+            // The clock: deadlines, state saves, the watchdog, Victron keepalives, the status line.
             group.addTask {
                 var second = 0
                 while !Task.isCancelled {
@@ -72,16 +105,18 @@ struct RunCommand {
                     bridge.tick(at: Date())
                     second += 1
                     if notifier.watchdogInterval != nil { notifier.notify("WATCHDOG=1") }
-                    for keepalive in started.keepalives where second % max(1, Int(keepalive.intervalSeconds)) == 0 {
-                        try? client.publish(topic: keepalive.topic, payload: [])
+                    for keepalive in bridge.config.keepalives where second % max(1, Int(keepalive.intervalSeconds)) == 0 {
+                        messages.publish(topic: keepalive.topic)
                     }
+                    let silent = bridge.silentSources
+                    status.update { $0.silentSources = silent }
                 }
             }
             // Signals: the first TERM/INT stops gracefully, a second one at once; HUP reloads.
             var stopping = false
             for await signal in signals.stream {
                 if signal == SIGHUP {
-                    reload(into: bridge, current: &config)
+                    reload(bridge, client: client, context: context)
                     continue
                 }
                 if stopping {
@@ -94,7 +129,7 @@ struct RunCommand {
                 // Stop in the background so that a second signal is still heard meanwhile.
                 group.addTask {
                     bridge.flush(at: Date())
-                    client.stop(finalMessage: (topic: status, payload: Array("offline".utf8), retain: true))
+                    client.stop(finalMessage: dryRun ? nil : (topic: config.mqtt.statusTopic, payload: Array("offline".utf8), retain: true))
                     for sink in sinks where !sink.stop(timeout: .milliseconds(300)) {
                         log.log(.warning, "sink \(sink.name) did not take its last pushes in time")
                     }
@@ -103,69 +138,90 @@ struct RunCommand {
             }
             group.cancelAll()
         }
-        if bridge.flush(at: Date()) {
-            log.log(.info, "stopped; state written to \(store.path)")
-        } else {
-            log.log(.error, "stopped; the state could not be written to \(store.path) (see above)")
+        if dryRun {
+            log.log(.info, "stopped (dry run: nothing delivered, no state written)")
+            return 0
         }
+        guard bridge.flush(at: Date()) else {
+            log.log(.error, "stopped; the state could not be written to \(store.path) (see above): the day since the last save is lost")
+            return Self.stateNotSaved
+        }
+        log.log(.info, "stopped; state written to \(store.path)")
         return 0
     }
 
+    /// Where the pushes go. Standard output is the only sink so far; a dry run keeps it that way.
+    static func sinks(for config: DaemonConfig, zone: any LocalTimeZone, log: Logger) -> [any Sink] {
+        [StdoutSink(zone: zone, log: { [log] in log.log($0) })]
+    }
+
     /// Every source's topic filter, once.
-    func subscriptions(of config: DaemonConfig) -> [String] {
+    static func subscriptions(of config: DaemonConfig) -> [String] {
         var seen: Set<String> = []
         return config.flow.sources.map(\.topic.description).filter { seen.insert($0).inserted }
     }
 
-    func mqttOptions(_ settings: MQTTSettings) throws -> MQTTOptions {
-        MQTTOptions(
-            host: settings.host, port: settings.port, clientID: settings.clientID, keepaliveSeconds: settings.keepaliveSeconds,
-            username: settings.username, password: try password(settings),
-            tls: settings.tls.map { TLSOptions(caFile: $0.caFile, certFile: $0.certFile, keyFile: $0.keyFile, insecure: $0.insecure) },
-            protocolVersion: settings.mqtt5 ? .v5 : .v311,
-            will: Will(topic: "\(settings.topicPrefix)/status", payload: Array("offline".utf8), qos: 1, retain: true))
-    }
-
-    /// The broker password from its file (a systemd credential) or environment variable.
-    func password(_ settings: MQTTSettings) throws -> String? {
-        if let file = settings.passwordFile {
-            let path = file.hasPrefix("/") ? file : (getenv("CREDENTIALS_DIRECTORY").map { String(cString: $0) + "/" } ?? "") + file
-            var text = String(decoding: try FileIO.read(path), as: UTF8.self)
-            while text.last == "\n" || text.last == "\r" { text.removeLast() }
-            return text
-        }
-        if let name = settings.passwordEnv {
-            guard let value = getenv(name) else {
-                throw ConfigError(file: configPath, problems: [
-                    ConfigProblem(path: "mqtt.password_env", line: nil, message: "the environment variable \(name) is not set")
-                ])
-            }
-            return String(cString: value)
-        }
-        return nil
-    }
-
-    /// SIGHUP: a new config takes over the engine (the day carries over); a broken one changes nothing.
-    func reload(into bridge: Bridge, current config: inout DaemonConfig) {
-        guard let fresh = Commands.loadConfig(configPath) else {
+    /// SIGHUP: a new config takes over the engine (the day carries over), the topics and the
+    /// Victron keepalives; a broken one changes nothing. The broker connection, the state file
+    /// and the time zone stay as started: the log names those that changed.
+    func reload(_ bridge: Bridge, client: MQTTClient, context: ConfigContext) {
+        guard var fresh = Commands.loadConfig(configPath, context: context) else {
             log.log(.error, "reload: \(configPath) is broken (see above); the running config stays")
             return
         }
-        // What the running daemon was started with stays until a restart: say which of it changed.
+        let running = bridge.config
         let pending = [
-            ("broker settings", fresh.mqtt != config.mqtt), ("topics", subscriptions(of: fresh) != subscriptions(of: config)),
-            ("keepalive", fresh.keepalives != config.keepalives), ("state_file", fresh.stateFile != config.stateFile),
-            ("timezone", fresh.timezone != config.timezone),
+            ("broker settings", fresh.mqtt != running.mqtt), ("state_file", fresh.stateFile != running.stateFile),
+            ("timezone", fresh.timezone != running.timezone),
         ].filter(\.1).map(\.0)
         if !pending.isEmpty {
             log.log(.warning, "reload: \(pending.joined(separator: ", ")) changed; that takes effect at the next restart")
         }
+        // What waits for a restart stays as it runs, so the next reload compares with what runs.
+        fresh.mqtt = running.mqtt
+        fresh.stateFile = running.stateFile
+        fresh.timezone = running.timezone
         do {
-            try bridge.replaceEngine(config: fresh, zone: Commands.zone(of: config))
-            config = fresh
-            log.log(.info, "reload: \(configPath) loaded")
+            try bridge.replaceEngine(config: fresh)
         } catch {
             log.log(.error, "reload: cannot carry the day over (\(error)); the running config stays")
+            return
+        }
+        let old = client.subscriptions
+        let topics = Self.subscriptions(of: fresh)
+        if topics != old {
+            let change = [
+                topics.filter { !old.contains($0) }.map { "+ \($0)" }, old.filter { !topics.contains($0) }.map { "- \($0)" },
+            ].joined().joined(separator: ", ")
+            do {
+                try client.updateSubscriptions(topics)
+                log.log(.info, "reload: topics \(change)")
+            } catch {
+                log.log(.warning, "reload: topics \(change): \(error)")
+            }
+        }
+        log.log(.info, "reload: \(configPath) loaded")
+    }
+}
+
+/// flowbridge's own messages on the broker (its status, Victron keepalives). A publish that fails
+/// is logged, once a minute per topic, never swallowed.
+final class OwnMessages: Sendable {
+    let client: MQTTClient
+    let log: Logger
+    private let throttle = Mutex(LogThrottle())
+
+    init(client: MQTTClient, log: Logger) {
+        self.client = client
+        self.log = log
+    }
+
+    func publish(topic: String, payload: String = "", qos: Int = 0, retain: Bool = false) {
+        do {
+            try client.publish(topic: topic, payload: Array(payload.utf8), qos: qos, retain: retain)
+            throttle.withLock { $0.clear(topic) }
+        } catch {
+            if throttle.withLock({ $0.allows(topic, at: Date()) }) { log.log(.warning, "\(error)") }
         }
     }
 }

@@ -8,7 +8,8 @@ import Musl
 #endif
 
 /// An MQTT connection that stays up: it connects in the background, reconnects with backoff after
-/// any loss, re-subscribes after every (re)connect, and reports what happens as `events`.
+/// any loss, re-subscribes after every (re)connect (all topics in one SUBSCRIBE), and reports what
+/// happens as `events`.
 ///
 /// ```swift
 /// let client = try MQTTClient(options: options, subscriptions: ["opendtu/+/status/#"])
@@ -19,29 +20,41 @@ import Musl
 ///
 /// One network thread (ours, running `mosquitto_loop`) owns the connection; libmosquitto's callbacks
 /// copy what they need and push it into `events`, a bounded buffer that blocks that thread when the
-/// consumer falls behind, so no message is dropped.
+/// consumer falls behind (by count or by bytes), so no message is dropped and memory stays bounded.
 ///
 /// Why not `mosquitto_loop_start`: libmosquitto 2.0.11's own thread stops retrying for good when the
 /// first connect fails (broker down at boot), after a TLS failure, and after an MQTT 5 CONNACK
 /// refusal (its loop treats those as fatal). A daemon must keep trying, so the retry loop is ours.
 public final class MQTTClient: Sendable {
     public let options: MQTTOptions
-    public let subscriptions: [String]
+    /// The topic filters subscribed on every connect (see `updateSubscriptions`).
+    public var subscriptions: [String] { connection.subscriptions }
     /// The QoS every subscription asks for.
     public let subscriptionQoS: Int
     private let connection: Connection
 
     /// Validates everything (options, topic filters, QoS) and prepares the libmosquitto handle; no
     /// network I/O yet. Throws `MQTTError.invalidOptions` naming what is wrong.
-    public init(options: MQTTOptions, subscriptions: [String], qos: Int = 1, bufferCapacity: Int = 1024) throws {
+    /// - Parameters:
+    ///   - bufferCapacity: events that may wait for the consumer before the network thread waits.
+    ///   - bufferByteCapacity: payload bytes that may wait; one message larger than that still
+    ///     passes alone, so memory stays within about twice this plus the largest message.
+    public init(
+        options: MQTTOptions, subscriptions: [String], qos: Int = 1, bufferCapacity: Int = 1024,
+        bufferByteCapacity: Int = MQTTEvents.defaultByteCapacity
+    ) throws {
         try options.validate()
         for filter in subscriptions { try Topic.validateFilter(filter) }
         try Topic.validateQoS(qos, what: "subscription qos")
         guard bufferCapacity >= 1 else { throw MQTTError.invalidOptions("bufferCapacity \(bufferCapacity) must be at least 1") }
+        guard bufferByteCapacity >= 1 else {
+            throw MQTTError.invalidOptions("bufferByteCapacity \(bufferByteCapacity) must be at least 1")
+        }
         self.options = options
-        self.subscriptions = subscriptions
         self.subscriptionQoS = qos
-        connection = try Connection(options: options, subscriptions: subscriptions, qos: qos, bufferCapacity: bufferCapacity)
+        connection = try Connection(
+            options: options, subscriptions: subscriptions, qos: qos,
+            events: MQTTEvents(capacity: bufferCapacity, byteCapacity: bufferByteCapacity))
     }
 
     /// Stops (without a final message) if the owner forgot to, so the network thread never outlives us.
@@ -61,6 +74,17 @@ public final class MQTTClient: Sendable {
     /// and retried with exponential backoff (`options.reconnectDelay`), forever, until `stop()`.
     /// Throws only when called twice or the thread cannot be created.
     public func start() throws { try connection.start() }
+
+    /// Replaces the topic filters (a reloaded config): while connected, what went is unsubscribed
+    /// and what came is subscribed, each in one packet; every later reconnect subscribes the new
+    /// list. Filters that stay are left alone (no retained messages sent again). Throws
+    /// `MQTTError.invalidOptions` for an invalid filter (nothing changes then), or
+    /// `MQTTError.subscribeFailed` when the live connection did not take the change, which the
+    /// next reconnect then makes.
+    public func updateSubscriptions(_ filters: [String]) throws {
+        for filter in filters { try Topic.validateFilter(filter) }
+        try connection.updateSubscriptions(filters)
+    }
 
     /// Hands a message to the broker connection. Thread-safe; does not wait for the network.
     /// Needs a live connection: while disconnected it throws `MQTTError.publishFailed` at any QoS
@@ -113,13 +137,14 @@ private let success = MOSQ_ERR_SUCCESS.rawValue
 final class Connection: @unchecked Sendable {
     let handle: OpaquePointer
     let options: MQTTOptions
-    let subscriptions: [String]
     let qos: Int32
     let events: MQTTEvents
 
     private enum Phase { case created, started(pthread_t), stopped }
 
     private struct State {
+        /// The topic filters, in order; every connect subscribes all of them.
+        var subscriptions: [String]
         var connected = false
         var lastError: MQTTError?
         /// A refused CONNACK was just reported; the disconnect libmosquitto reports next is the same failure.
@@ -140,17 +165,17 @@ final class Connection: @unchecked Sendable {
     /// Serialises start and stop. Never taken by callbacks.
     private let lifecycle = Mutex(Phase.created)
     /// What the callbacks update; held only briefly, never across a libmosquitto call.
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let acked = DispatchSemaphore(value: 0)
     /// Cuts the backoff sleep short when `stop` is called.
     private let wake = DispatchSemaphore(value: 0)
 
-    init(options: MQTTOptions, subscriptions: [String], qos: Int, bufferCapacity: Int) throws {
+    init(options: MQTTOptions, subscriptions: [String], qos: Int, events: MQTTEvents) throws {
         handle = try Self.makeHandle(options)
         self.options = options
-        self.subscriptions = subscriptions
+        state = Mutex(State(subscriptions: Self.unique(subscriptions)))
         self.qos = Int32(qos)
-        events = MQTTEvents(capacity: bufferCapacity)
+        self.events = events
         // Unretained: callbacks run only on the network thread, which holds a strong reference to
         // us for as long as it runs (see `start`).
         mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
@@ -162,6 +187,41 @@ final class Connection: @unchecked Sendable {
     }
 
     var isConnected: Bool { state.withLock { $0.connected } }
+    var subscriptions: [String] { state.withLock { $0.subscriptions } }
+
+    /// Each filter once, in first-seen order (a filter twice in one SUBSCRIBE is a protocol error).
+    private static func unique(_ filters: [String]) -> [String] {
+        var seen: Set<String> = []
+        return filters.filter { seen.insert($0).inserted }
+    }
+
+    func updateSubscriptions(_ filters: [String]) throws {
+        let wanted = Self.unique(filters)
+        // The list changes first: a connect that happens meanwhile subscribes the new one anyway
+        // (a filter subscribed twice is harmless).
+        let (old, connected) = state.withLock { s in
+            defer { s.subscriptions = wanted }
+            return (s.subscriptions, s.connected)
+        }
+        guard connected else { return }
+        let gone = old.filter { !wanted.contains($0) }
+        let came = wanted.filter { !old.contains($0) }
+        if !gone.isEmpty {
+            let rc = withCStrings(gone) { mosquitto_unsubscribe_multiple(handle, nil, Int32(gone.count), $0, nil) }
+            if rc != success { throw MQTTError.subscribeFailed(reason: "unsubscribe: \(mosquittoErrorText(rc))") }
+        }
+        if !came.isEmpty {
+            let rc = subscribe(came)
+            if rc != success { throw MQTTError.subscribeFailed(reason: mosquittoErrorText(rc)) }
+        }
+    }
+
+    /// One SUBSCRIBE packet for all `filters`: a broker sends the retained messages of each packet
+    /// before it reads the next, so one packet per topic can hold a small retained value back
+    /// behind a large one for seconds.
+    private func subscribe(_ filters: [String]) -> Int32 {
+        withCStrings(filters) { mosquitto_subscribe_multiple(handle, nil, Int32(filters.count), $0, qos, 0, nil) }
+    }
     var lastError: MQTTError? { state.withLock { $0.lastError } }
 
     // MARK: Set-up
@@ -328,7 +388,7 @@ final class Connection: @unchecked Sendable {
             }
             if stopRequested { break }
             if state.withLock({ s in defer { s.connectedSinceBackoff = false }; return s.connectedSinceBackoff }) { failures = 0 }
-            _ = wake.wait(timeout: .now() + .seconds(backoff(afterFailures: failures)))
+            _ = wake.wait(timeout: .now() + .milliseconds(options.reconnectDelayMilliseconds(afterFailures: failures)))
             failures += 1
         }
         // Orderly end: DISCONNECT (so the broker does not publish the will), written before we leave.
@@ -340,20 +400,26 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    /// `min`, then doubling per failed attempt, capped at `max` (seconds).
-    private func backoff(afterFailures failures: Int) -> Int {
-        var delay = options.reconnectDelay.min
-        for _ in 0..<failures where delay < options.reconnectDelay.max { delay *= 2 }
-        return min(delay, options.reconnectDelay.max)
-    }
-
     private func reportFailedAttempt(code: Int32, errnoValue: Int32) {
-        let detail = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errnoValue)) : mosquittoErrorText(code)
+        let detail = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errnoValue)) : reason(code)
         let logged = state.withLock { s in
             defer { s.lastLoggedError = nil }
             return s.lastLoggedError
         }
-        report(.connectionFailed("\(options.host):\(options.port): \(detail)\(Self.explain(logged))"), wasConnected: false)
+        report(connectionFailed(detail + Self.explain(logged)), wasConnected: false)
+    }
+
+    private func connectionFailed(_ reason: String) -> MQTTError {
+        .connectionFailed(address: "\(options.host):\(options.port)", reason: reason)
+    }
+
+    /// libmosquitto's text for `code`, except where it has none worth showing: its keepalive
+    /// timeout is "Unknown error" in 2.0.
+    private func reason(_ code: Int32) -> String {
+        // libmosquitto pings after `keepalive` seconds of quiet and gives up when the next
+        // `keepalive` seconds bring no answer.
+        if code == MOSQ_ERR_KEEPALIVE.rawValue { return "no answer from the broker in \(options.keepaliveSeconds) s (keepalive timeout)" }
+        return mosquittoErrorText(code)
     }
 
     /// The useful part of an error libmosquitto logged, e.g. OpenSSL's
@@ -417,9 +483,8 @@ final class Connection: @unchecked Sendable {
         // Clean session: the broker forgot our subscriptions; ask again on every connect. Sent before
         // `.connected` is visible. A failure here means the connection is already going down, and
         // the next connect subscribes again.
-        for filter in subscriptions {
-            _ = filter.withCString { mosquitto_subscribe(handle, nil, $0, qos) }
-        }
+        let filters = state.withLock { $0.subscriptions }
+        if !filters.isEmpty { _ = subscribe(filters) }
         events.push(.connected)
     }
 
@@ -444,9 +509,9 @@ final class Connection: @unchecked Sendable {
             // MQTT 5: the broker sent DISCONNECT with a reason code (session taken over, shutting down, ...).
             reason = "broker disconnected us: \(String(cString: text))"
         } else {
-            reason = mosquittoErrorText(code)
+            reason = self.reason(code)
         }
-        report(.connectionFailed("\(options.host):\(options.port): \(reason)\(Self.explain(logged))"), wasConnected: wasConnected)
+        report(connectionFailed(reason + Self.explain(logged)), wasConnected: wasConnected)
     }
 
     /// Records a failure and reports it, unless it repeats the failure already reported since the
@@ -489,6 +554,13 @@ final class Connection: @unchecked Sendable {
     private func didLogError(_ text: String) {
         state.withLock { $0.lastLoggedError = text }
     }
+}
+
+/// A C array of C strings (`char *const *`) for the duration of `body`.
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+    let pointers = strings.map { strdup($0) }
+    defer { pointers.forEach { free($0) } }
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
 }
 
 /// `withCString` for an optional string: `nil` stays a NULL pointer.

@@ -34,8 +34,8 @@ public enum MQTTEvent: Sendable, Equatable {
 
 /// The bounded buffer between libmosquitto's network thread and the async consumer.
 ///
-/// Nothing is silently lost: when it holds `capacity` events, `push` blocks the network thread until
-/// the consumer takes one, so backpressure reaches the broker through TCP instead of growing memory
+/// Nothing is silently lost: when it holds `capacity` events, or `byteCapacity` bytes of topics and
+/// payloads, `push` blocks the network thread until the consumer takes one, so backpressure reaches the broker through TCP instead of growing memory
 /// or dropping readings. `finish()` (from `MQTTClient.stop()`) wakes everyone: blocked producers
 /// return (their event is dropped, the client is stopping), the consumer drains what is buffered and
 /// then gets `nil`.
@@ -47,6 +47,12 @@ public final class MQTTEvents: AsyncSequence, Sendable {
     public typealias Failure = Never
 
     public let capacity: Int
+    /// Bytes (topics and payloads) the buffer holds before producers wait. An event larger than
+    /// that still goes in when the buffer is empty, so a large message slows the flow, never stops it.
+    public let byteCapacity: Int
+    /// 4 MiB: hundreds of times what meters send in a burst, and a bound on what a flood of huge
+    /// payloads can make the buffer hold.
+    public static let defaultByteCapacity = 4 << 20
 
     private struct Waiter {
         let id: UInt64
@@ -55,6 +61,7 @@ public final class MQTTEvents: AsyncSequence, Sendable {
 
     private struct State {
         var ring: RingBuffer
+        var bytes = 0
         var waiters: [Waiter] = []      // non-empty only while `ring` is empty
         var nextWaiterID: UInt64 = 0
         var blockedProducers = 0        // producers waiting on `space`
@@ -66,9 +73,10 @@ public final class MQTTEvents: AsyncSequence, Sendable {
     /// semaphore, so a signal that arrives before the producer waits is not lost.
     private let space = DispatchSemaphore(value: 0)
 
-    init(capacity: Int) {
-        precondition(capacity >= 1, "MQTTEvents capacity must be at least 1")
+    init(capacity: Int, byteCapacity: Int = defaultByteCapacity) {
+        precondition(capacity >= 1 && byteCapacity >= 1, "MQTTEvents capacities must be at least 1")
         self.capacity = capacity
+        self.byteCapacity = byteCapacity
         state = Mutex(State(ring: RingBuffer(capacity: capacity)))
     }
 
@@ -81,8 +89,9 @@ public final class MQTTEvents: AsyncSequence, Sendable {
             let action: Action = state.withLock { s in
                 if s.finished { return .dropped }
                 if !s.waiters.isEmpty { return .handOff(s.waiters.removeFirst().continuation) }
-                if s.ring.count < capacity {
+                if s.ring.count < capacity, s.ring.count == 0 || s.bytes + event.byteCount <= byteCapacity {
                     s.ring.append(event)
+                    s.bytes += event.byteCount
                     return .stored
                 }
                 s.blockedProducers += 1
@@ -113,6 +122,8 @@ public final class MQTTEvents: AsyncSequence, Sendable {
 
     /// Number of buffered events (for tests and metrics).
     var bufferedCount: Int { state.withLock { $0.ring.count } }
+    /// Bytes of the buffered events (for tests and metrics).
+    var bufferedBytes: Int { state.withLock { $0.bytes } }
 
     /// The next event; `nil` once finished and drained, or if the calling task is cancelled.
     func next() async -> MQTTEvent? {
@@ -153,6 +164,7 @@ public final class MQTTEvents: AsyncSequence, Sendable {
     /// Called with the lock held. Signalling the semaphore under the lock is fine: it never blocks.
     private func popAndWake(_ s: inout State) -> MQTTEvent? {
         let event = s.ring.removeFirst()
+        s.bytes -= event?.byteCount ?? 0
         if s.blockedProducers > 0 {
             s.blockedProducers -= 1
             space.signal()
@@ -169,6 +181,7 @@ public final class MQTTEvents: AsyncSequence, Sendable {
             var batch: [MQTTEvent] = []
             batch.reserveCapacity(s.ring.count)
             while let event = s.ring.removeFirst() { batch.append(event) }
+            s.bytes = 0
             for _ in 0..<s.blockedProducers { space.signal() }
             s.blockedProducers = 0
             return batch
@@ -202,6 +215,14 @@ public final class MQTTEvents: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(events: self) }
+}
+
+extension MQTTEvent {
+    /// What the event holds in memory, as the buffer counts it.
+    var byteCount: Int {
+        guard case .message(let message) = self else { return 0 }
+        return message.topic.utf8.count + message.payload.count
+    }
 }
 
 /// A fixed-capacity FIFO: O(1) append and removeFirst, allocated once.

@@ -71,7 +71,9 @@ public struct MQTTOptions: Sendable {
     public var protocolVersion: ProtocolVersion
     public var will: Will?
     /// Reconnect backoff in seconds: the first retry waits `min`, each failed one doubles it, up to
-    /// `max`; a successful connect starts over from `min`.
+    /// `max`; a successful connect starts over from `min`. Each wait is jittered down to half its
+    /// value, so clients that lost one broker do not all come back in the same second. The default
+    /// `max` of 15 s means a broker back from a long outage is reached within 15 s.
     public var reconnectDelay: (min: Int, max: Int)
 
     public init(
@@ -84,7 +86,7 @@ public struct MQTTOptions: Sendable {
         tls: TLSOptions? = nil,
         protocolVersion: ProtocolVersion = .v311,
         will: Will? = nil,
-        reconnectDelay: (min: Int, max: Int) = (min: 1, max: 60)
+        reconnectDelay: (min: Int, max: Int) = (min: 1, max: 15)
     ) {
         self.host = host
         self.port = port
@@ -127,6 +129,15 @@ public struct MQTTOptions: Sendable {
             default: throw fail("tls certFile and keyFile must be given together")
             }
         }
+    }
+
+    /// The wait before the next connect attempt after `failures` failed ones: `min` doubled per
+    /// failure, capped at `max`, then a random point in its upper half (never more than `max`).
+    func reconnectDelayMilliseconds(afterFailures failures: Int) -> Int {
+        var delay = reconnectDelay.min
+        for _ in 0..<failures where delay < reconnectDelay.max { delay *= 2 }
+        let ceiling = min(delay, reconnectDelay.max) * 1000
+        return Int.random(in: (ceiling / 2)...ceiling)
     }
 
     private static func requireReadable(_ path: String, what: String) throws(MQTTError) {

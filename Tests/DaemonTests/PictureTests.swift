@@ -97,8 +97,11 @@ import Testing
             config: oneWidget.replacingOccurrences(of: "widgets: {power:", with: "widgets: {other: {template: flow, flow: {exchange: {rate: grid}}}, power:"),
             state: "{}", out: "x.svg", status: 64, message: "the config has 2 widgets: give a folder"),
         RenderFailure(testDescription: "no state file", config: oneWidget, state: nil, out: "out", status: 66, message: "cannot read the state"),
-        RenderFailure(testDescription: "not JSON", config: oneWidget, state: "{trunc", out: "out", status: 65, message: "is not a state file"),
-        RenderFailure(testDescription: "not a state", config: oneWidget, state: #"{"hello": 1}"#, out: "out", status: 65, message: "cannot be used: no version"),
+        RenderFailure(testDescription: "not JSON", config: oneWidget, state: "{trunc", out: "out", status: 65, message: "is not a flowbridge state"),
+        RenderFailure(testDescription: "not a state", config: oneWidget, state: #"{"hello": 1}"#, out: "out", status: 65, message: "is not a flowbridge state"),
+        RenderFailure(
+            testDescription: "a torn state", config: oneWidget, state: #"{"format":"flowbridge-state","version":1,"readi"#, out: "out",
+            status: 65, message: "cannot be used: not a JSON object"),
         RenderFailure(
             testDescription: "a state without readings", config: oneWidget, state: #"{"version": 1, "readings": {}, "totals": {}}"#, out: "out",
             status: 65, message: "holds no reading yet"),

@@ -163,14 +163,15 @@ import Testing
         #expect(try totals(nextDay.out) == [0, 0, 0])
     }
 
+    /// A torn state (its marker says it is one) is set aside and the day starts fresh.
     @Test func aCorruptStateIsKeptAsideAndTheDayStartsFresh() throws {
         let folder = TemporaryFolder()
         let config = try folder.write("config.yaml", Self.dayConfig)
-        let state = try folder.write("state.json", "{\"version\": 1, \"day\": trunc")
+        let state = try folder.write("state.json", #"{"format":"flowbridge-state","version": 1, "day": trunc"#)
         let trace = try folder.write("t.ndjson", Self.dayTrace()[..<10].joined(separator: "\n"))
         let run = try runFlowbridge(["replay", "--config", config, "--state", state, "--final", trace])
         #expect(run.status == 0)
-        #expect(run.err.contains("warning: state \(state) is unreadable"), "\(run.err)")
+        #expect(run.err.contains("warning: state \(state) cannot be used (not a JSON object (a torn write?)); kept as"), "\(run.err)")
         let kept = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).filter { $0.hasPrefix("state.json.corrupt-") }
         #expect(kept.count == 1)
         // And a fresh, valid state was written.
@@ -202,7 +203,10 @@ import Testing
         (#"{"version":1,"day":"2026-06-01","day_start":1e300,"readings":{},"totals":{}}"#, "its day is damaged"),
         (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{"grid":{"value":5,"t":-1e300}},"totals":{"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the reading of 'grid' is damaged"),
         (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{},"totals":{"home/exchange":{"kind":"import","kwh":1e308},"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the total of home/exchange is damaged"),
-        (#"{"version":7}"#, "unknown version 7"),
+        (#"{"format":"flowbridge-state","version":7,"readings":{},"totals":{}}"#, "unknown version 7"),
+        // A state whose totals or readings are gone is set aside, never silently zeroed.
+        (#"{"format":"flowbridge-state","version":1,"day":"2026-06-01","day_start":1780264800,"readings":{}}"#, "its totals are missing"),
+        (#"{"format":"flowbridge-state","version":1,"day":"2026-06-01","day_start":1780264800,"readings":[],"totals":{"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "its readings are not an object"),
         (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{"grid":{"value":2500,"t":4102444800}},"totals":{"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the reading of 'grid' is damaged"),
         (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{},"totals":{"home/exchange":{"kind":"import","kwh":123456789},"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the total of home/exchange is damaged"),
     ])
@@ -219,7 +223,10 @@ import Testing
         let final = try JSONValue(parsing: String(try #require(run.out.split(separator: "\n").last)))
         let solarTotal = try #require(final["content"]?["flow"]?["inputs"]?.arrayValue?.first?["total"]?.numberValue)
         // Where the day itself was readable, its good totals were kept.
-        #expect(solarTotal == (warning.contains("day is damaged") || warning.contains("version") ? 0 : 2.5))
+        let setAside = !warning.contains("is damaged")
+        #expect(solarTotal == (warning.contains("day is damaged") || setAside ? 0 : 2.5))
+        let kept = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).filter { $0.hasPrefix("state.json.corrupt-") }
+        #expect(kept.count == (warning.contains("day is damaged") || setAside ? 1 : 0))
     }
 
     /// Stopped before the first message: the state has no day yet, and that is no damage.

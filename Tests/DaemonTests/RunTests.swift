@@ -14,20 +14,25 @@ struct RunTests {
         let output: String
         let folder: TemporaryFolder
 
-        init(config: String, folder: TemporaryFolder = TemporaryFolder(), environment: [String: String] = [:]) throws {
+        /// `flowbridge run --config <folder>/config.yaml` plus `arguments`; its output in `<folder>/<name>.log`.
+        init(
+            config: String, folder: TemporaryFolder = TemporaryFolder(), arguments: [String] = [], environment: [String: String] = [:],
+            name: String = "out", normalUser: Bool = false
+        ) throws {
             self.folder = folder
             let path = try folder.write("config.yaml", config)
-            output = folder.url.appendingPathComponent("out.log").path
-            process = try ChildProcess(
-                Repository.binary, ["run", "--config", path, "--dry-run"], outputFile: output, environment: environment)
+            output = folder.url.appendingPathComponent("\(name).log").path
+            let command = [Repository.binary, "run", "--config", path] + arguments
+            let launch = normalUser ? asNormalUser(command, in: folder) : (path: command[0], arguments: Array(command.dropFirst()))
+            process = try ChildProcess(launch.path, launch.arguments, outputFile: output, environment: environment)
         }
 
         /// A daemon on `broker` with the test config, its state in its own folder.
-        convenience init(broker: MosquittoBroker, extra: String = "", environment: [String: String] = [:]) throws {
+        convenience init(broker: MosquittoBroker, extra: String = "", arguments: [String] = [], environment: [String: String] = [:]) throws {
             let folder = TemporaryFolder()
             try self.init(
                 config: RunTests.config(port: broker.port, state: folder.url.appendingPathComponent("state.json").path, extra: extra),
-                folder: folder, environment: environment)
+                folder: folder, arguments: arguments, environment: environment)
         }
 
         var statePath: String { folder.url.appendingPathComponent("state.json").path }
@@ -35,12 +40,13 @@ struct RunTests {
         var text: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
         var pushes: [JSONValue] { text.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? JSONValue(parsing: String($0)) } }
 
-        /// Waits until the output holds `text` (bounded).
-        func waitFor(_ needle: String, timeout: Duration = .seconds(10)) async -> Bool {
+        /// Waits until the output holds `text` (`count` times; bounded).
+        func waitFor(_ needle: String, count: Int = 1, timeout: Duration = .seconds(10)) async -> Bool {
             let clock = ContinuousClock()
             let deadline = clock.now + timeout
-            while !text.contains(needle) {
-                if clock.now >= deadline || !process.isRunning { return text.contains(needle) }
+            func found() -> Bool { text.components(separatedBy: needle).count - 1 >= count }
+            while !found() {
+                if clock.now >= deadline || !process.isRunning { return found() }
                 try? await Task.sleep(for: .milliseconds(20))
             }
             return true
@@ -110,8 +116,9 @@ struct RunTests {
         await broker.kill()
         #expect(await daemon.waitFor("broker connection:"), "\(daemon.text)")
         try await broker.restart()
-        // One SUBACK per topic (3) per connection: the second connection has subscribed.
-        #expect(await broker.waitForLog("Sending SUBACK to flowbridge-test", count: 6, timeout: .seconds(15)), "\(daemon.text)")
+        // One SUBSCRIBE (and SUBACK) for all topics per connection: the second connection has subscribed.
+        #expect(await broker.waitForLog("Sending SUBACK to flowbridge-test", count: 2, timeout: .seconds(20)), "\(daemon.text)")
+        #expect(broker.log.components(separatedBy: "Received SUBSCRIBE from flowbridge-test").count - 1 == 2, "\(broker.log)")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":-777}"#)
         #expect(await daemon.waitFor(#""rate":-777"#), "\(daemon.text)")
         await daemon.stop()
@@ -142,32 +149,33 @@ struct RunTests {
         await daemon.stop()
     }
 
-    @Test func readyArrivesOnTheNotifySocketAfterTheFirstSubscription() async throws {
+    /// Ready means configured and running: a broker still down at boot must not make systemd time
+    /// the start out. The status line follows the connection.
+    @Test func readyAtOnceWithTheBrokerDownThenStatusFollowsTheConnection() async throws {
         let broker = try await MosquittoBroker()
+        await broker.stop()
         let folder = TemporaryFolder()
-        let socketPath = folder.url.appendingPathComponent("notify.sock").path
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in socketPath.utf8.enumerated() { buffer[index] = byte }
+        let notify = try NotifySocket(in: folder)
+        let daemon = try Daemon(
+            config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("state.json").path), folder: folder,
+            environment: ["NOTIFY_SOCKET": notify.path])
+        let ready = try #require(await notify.next { $0.contains("READY=1") }, "\(daemon.text)")
+        #expect(ready.contains("STATUS=connecting to broker 127.0.0.1:\(broker.port)"), "\(ready)")
+        #expect(!daemon.text.contains("connected to"))
+        let waiting = await notify.next { $0.contains("STATUS=waiting") }
+        #expect(waiting == "STATUS=waiting for broker 127.0.0.1:\(broker.port): connection refused", "\(notify.received)")
+        try await broker.start()
+        let connected = await notify.next(timeout: .seconds(20)) { $0.contains("STATUS=connected") }
+        // Three sources, none has sent anything yet.
+        #expect(connected == "STATUS=connected to 127.0.0.1:\(broker.port); 3 of 3 sources silent so far", "\(notify.received)")
+        #expect(daemon.text.contains("connected to 127.0.0.1:\(broker.port)"))
+        for (topic, payload) in [("solar/ac/power", "1"), ("shellypro3em-abc/status/em:0", #"{"total_act_power":1}"#), ("evcc/site/battery/power", "1")] {
+            try await broker.publish(topic: topic, payload: payload)
         }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        #expect(bound == 0)
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let daemon = try Daemon(broker: broker, environment: ["NOTIFY_SOCKET": socketPath])
-        var buffer = [UInt8](repeating: 0, count: 512)
-        let count = recv(fd, &buffer, buffer.count, 0)
-        let message = count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : ""
-        #expect(message.contains("READY=1"), "\(daemon.text)")
-        #expect(await broker.waitForLog("Sending SUBACK to flowbridge-test"))  // subscribed before READY
+        let allHeard = await notify.next { $0.hasPrefix("STATUS=connected") && !$0.contains("silent") }
+        #expect(allHeard == "STATUS=connected to 127.0.0.1:\(broker.port)", "\(notify.received)")
         daemon.process.send(SIGTERM)
-        let stopping = recv(fd, &buffer, buffer.count, 0)
-        #expect(stopping > 0 && String(decoding: buffer[..<stopping], as: UTF8.self).contains("STOPPING=1"))
+        #expect(await notify.next { $0.contains("STOPPING=1") } != nil)
         #expect(await daemon.process.waitForExit(timeout: .seconds(2)))
     }
 
@@ -310,7 +318,7 @@ struct RunTests {
         let reader = open(fifo, O_RDONLY | O_NONBLOCK)  // opened, never read
         defer { close(reader) }
         let errors = folder.url.appendingPathComponent("err.log").path
-        let process = try ChildProcess(Repository.binary, ["run", "--config", config, "--dry-run"], outputFile: fifo, errorFile: errors)
+        let process = try ChildProcess(Repository.binary, ["run", "--config", config], outputFile: fifo, errorFile: errors)
         func log() -> String { (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "" }
         let clock = ContinuousClock()
         var deadline = clock.now + .seconds(10)
@@ -339,6 +347,169 @@ struct RunTests {
         #expect(log().contains("state written to"), "\(log())")
     }
 
+    // MARK: One owner, dry runs, normal users
+
+    @Test func aSecondDaemonOnTheSameStateIsRefused() async throws {
+        let broker = try await MosquittoBroker()
+        let first = try Daemon(broker: broker)
+        #expect(await first.waitFor("connected to"), "\(first.text)")
+        let config = Self.config(port: broker.port, state: first.statePath).replacingOccurrences(of: "client_id: flowbridge-test", with: "client_id: flowbridge-second")
+        let second = try Daemon(config: config, folder: first.folder, name: "second")
+        #expect(await second.process.waitForExit(timeout: .seconds(5)))
+        #expect(second.process.exitCode == 75)
+        #expect(second.text.contains("the state is in use by another flowbridge (pid \(first.process.pid)"), "\(second.text)")
+        #expect(!second.text.contains("connected to"))
+        #expect(first.process.isRunning)
+        await first.stop()
+    }
+
+    /// A dry run beside the service: it reads the service's state (its totals are right), and
+    /// writes nothing, publishes nothing, takes no lock.
+    @Test func aDryRunLeavesTheStateByteIdenticalAndPublishesNothing() async throws {
+        let broker = try await MosquittoBroker()
+        let service = try Daemon(broker: broker)
+        #expect(await service.waitFor("connected to"))
+        try await broker.publish(topic: "solar/ac/power", payload: "3000")
+        #expect(await service.waitFor(#""rate":3000"#), "\(service.text)")
+        await service.stop()
+        let state = try Data(contentsOf: URL(fileURLWithPath: service.statePath))
+        let lock = try Data(contentsOf: URL(fileURLWithPath: service.statePath + ".lock"))
+        #expect(try await broker.receive(topic: "flowbridge/status").first?.text == "offline")
+
+        let dry = try Daemon(
+            config: Self.config(port: broker.port, state: service.statePath), folder: service.folder, arguments: ["--dry-run"], name: "dry")
+        #expect(await dry.waitFor("connected to"), "\(dry.text)")
+        #expect(dry.text.contains("continuing the day"), "\(dry.text)")
+        try await broker.publish(topic: "solar/ac/power", payload: "2500")
+        try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":-500}"#)
+        #expect(await dry.waitFor(#""rate":2500"#), "\(dry.text)")
+        try await Task.sleep(for: .seconds(6))  // past the interval of a state save
+        #expect(try await broker.receive(topic: "flowbridge/status").first?.text == "offline")  // no "online"
+        #expect(!broker.log.contains("Client flowbridge-test already connected"))
+        await dry.stop()
+        #expect(dry.text.contains("stopped (dry run: nothing delivered, no state written)"), "\(dry.text)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: service.statePath)) == state)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: service.statePath + ".lock")) == lock)
+        #expect(try await broker.receive(topic: "flowbridge/status").first?.text == "offline")
+        let files = try FileManager.default.contentsOfDirectory(atPath: service.folder.url.path)
+        #expect(files.filter { $0.hasPrefix("state.json") }.sorted() == ["state.json", "state.json.lock"], "\(files)")
+    }
+
+    /// Started by a normal user without a state_file, `run` keeps its day in ~/.local/state.
+    @Test func aNormalUsersRunKeepsItsStateInItsHome() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let home = folder.url.appendingPathComponent("home").path
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        giveToNormalUser(folder.url.path)
+        let config = Self.config(port: broker.port, state: "").replacingOccurrences(of: "state_file: \n", with: "")
+        #expect(!config.contains("state_file"))
+        let daemon = try Daemon(
+            config: config, folder: folder, environment: ["HOME": home, "XDG_STATE_HOME": "", "STATE_DIRECTORY": ""], normalUser: true)
+        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        let state = "\(home)/.local/state/flowbridge/state.json"
+        #expect(daemon.text.contains("state \(state)"), "\(daemon.text)")
+        try await broker.publish(topic: "solar/ac/power", payload: "1234")
+        #expect(await daemon.waitFor(#""rate":1234"#), "\(daemon.text)")
+        await daemon.stop()
+        #expect(daemon.text.contains("state written to \(state)"), "\(daemon.text)")
+        var info = stat()
+        #expect(stat(state, &info) == 0)
+        #expect(getuid() != 0 || info.st_uid == 65534)
+    }
+
+    /// A folder the daemon cannot write is said at start, not minutes later at the first save; and
+    /// a stop that cannot save the day fails.
+    @Test func aStateThatCannotBeSavedWarnsAtStartAndFailsTheStop() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let locked = folder.url.appendingPathComponent("root-only").path
+        try FileManager.default.createDirectory(atPath: locked, withIntermediateDirectories: true)
+        chmod(locked, 0o755)
+        let daemon = try Daemon(config: Self.config(port: broker.port, state: "\(locked)/state.json"), folder: folder, normalUser: getuid() == 0)
+        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(daemon.text.contains("warning: the state folder \(locked) is not writable (Permission denied)"), "\(daemon.text)")
+        try await broker.publish(topic: "solar/ac/power", payload: "1234")
+        #expect(await daemon.waitFor("cannot write the state"), "\(daemon.text)")
+        daemon.process.send(SIGTERM)
+        #expect(await daemon.process.waitForExit(timeout: .seconds(3)))
+        #expect(daemon.process.exitCode == 73)
+        #expect(daemon.text.contains("the state could not be written"), "\(daemon.text)")
+    }
+
+    // MARK: Reload, reconnects, bounds
+
+    /// SIGHUP after a topic changed: the source reads the new topic at once, not after a restart.
+    @Test func aReloadThatChangesATopicFeedsTheSourceFromTheNewTopic() async throws {
+        let broker = try await MosquittoBroker()
+        let daemon = try Daemon(broker: broker)
+        #expect(await daemon.waitFor("connected to"))
+        _ = try daemon.folder.write("config.yaml", Self.config(port: broker.port, state: daemon.statePath)
+            .replacingOccurrences(of: "shellypro3em-abc/status/em:0", with: "shellypro3em-def/status/em:0"))
+        daemon.process.send(SIGHUP)
+        #expect(await daemon.waitFor("loaded"), "\(daemon.text)")
+        #expect(daemon.text.contains("reload: topics + shellypro3em-def/status/em:0, - shellypro3em-abc/status/em:0"), "\(daemon.text)")
+        #expect(!daemon.text.contains("next restart"), "\(daemon.text)")
+        #expect(await broker.waitForLog("Received UNSUBSCRIBE from flowbridge-test"), "\(broker.log)")
+        #expect(await broker.waitForLog("Sending SUBACK to flowbridge-test", count: 2))
+        try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":111}"#)
+        try await broker.publish(topic: "shellypro3em-def/status/em:0", payload: #"{"total_act_power":222}"#)
+        #expect(await daemon.waitFor(#""rate":222"#), "\(daemon.text)")
+        #expect(!daemon.text.contains(#""rate":111"#))
+        await daemon.stop()
+    }
+
+    /// The reconnect delay is capped: after a long outage the broker is reached within seconds.
+    @Test(.timeLimit(.minutes(3))) func resumesWithinSecondsAfterALongBrokerOutage() async throws {
+        let broker = try await MosquittoBroker()
+        let daemon = try Daemon(broker: broker)
+        #expect(await daemon.waitFor("connected to"))
+        await broker.stop()
+        #expect(await daemon.waitFor("broker connection:"), "\(daemon.text)")
+        try await Task.sleep(for: .seconds(65))
+        try await broker.start()
+        #expect(await daemon.waitFor("connected to", count: 2, timeout: .seconds(20)), "\(daemon.text)")
+        try await broker.publish(topic: "solar/ac/power", payload: "65")
+        #expect(await daemon.waitFor(#""rate":65"#), "\(daemon.text)")
+        await daemon.stop()
+    }
+
+    /// Huge payloads (60 of 8 MB) wait in the client's buffer by bytes, not by count: memory stays
+    /// near a few of them, not all of them (647 MB before the byte cap).
+    @Test func oversizePayloadsKeepMemoryFlat() async throws {
+        let broker = try await MosquittoBroker()
+        let daemon = try Daemon(broker: broker)
+        #expect(await daemon.waitFor("connected to"))
+        let big = try daemon.folder.write("big.bin", String(repeating: "x", count: 8 << 20))
+        let before = daemon.peakRSSKilobytes ?? 0
+        let publisher = try ChildProcess(
+            "/usr/bin/mosquitto_pub", broker.clientArguments + ["-t", "solar/ac/power", "-f", big, "-q", "1", "--repeat", "60"],
+            outputFile: daemon.folder.url.appendingPathComponent("pub.log").path)
+        #expect(await publisher.waitForExit(timeout: .seconds(120)))
+        try await broker.publish(topic: "solar/ac/power", payload: "4242")
+        #expect(await daemon.waitFor(#""rate":4242"#, timeout: .seconds(60)), "\(daemon.text.suffix(2000))")
+        let after = daemon.peakRSSKilobytes ?? 0
+        print("60 payloads of 8 MB: peak RSS \(before) kB before, \(after) kB after")
+        #expect(after - before < 100_000)
+        await daemon.stop()
+    }
+
+    /// flowbridge's own publishes (here a Victron keepalive while the broker is gone) that fail
+    /// are logged, once a minute, not swallowed.
+    @Test func aPublishThatFailsIsLoggedOnceAMinute() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let config = Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path)
+            + "\nkeepalive:\n  - {topic: R/c0619ab1d2e3/keepalive, interval: 1s}\n"
+        let daemon = try Daemon(config: config, folder: folder)
+        #expect(await daemon.waitFor("connected to"))
+        await broker.kill()
+        #expect(await daemon.waitFor("publish to 'R/c0619ab1d2e3/keepalive' failed"), "\(daemon.text)")
+        try await Task.sleep(for: .seconds(3))
+        #expect(daemon.text.components(separatedBy: "publish to 'R/c0619ab1d2e3/keepalive' failed").count - 1 == 1, "\(daemon.text)")
+        await daemon.stop()
+    }
+
     @Test func systemdUnitVerifies() throws {
         let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first { FileManager.default.isExecutableFile(atPath: $0) }
         let tool = try #require(analyze, "systemd-analyze is missing: make test installs systemd")
@@ -358,5 +529,48 @@ struct RunTests {
         #expect(process.terminationStatus == 0, "\(output)")
         #expect(output.isEmpty, "\(output)")
         #expect(unit.contains("Type=notify") && unit.contains("DynamicUser=yes") && unit.contains("ProtectSystem=strict"))
+    }
+}
+
+/// A socket where the daemon's sd_notify datagrams arrive, as systemd's would.
+final class NotifySocket {
+    let path: String
+    private let fd: Int32
+    /// Every datagram so far.
+    private(set) var received: [String] = []
+    private var consumed = 0
+
+    init(in folder: TemporaryFolder) throws {
+        path = folder.url.appendingPathComponent("notify.sock").path
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
+    }
+
+    deinit { close(fd) }
+
+    /// The next datagram (in order) that matches, polling without blocking a thread; nil on timeout.
+    func next(timeout: Duration = .seconds(10), where matches: (String) -> Bool) async -> String? {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            while case let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)), count > 0 {
+                received.append(String(decoding: buffer[..<count], as: UTF8.self))
+            }
+            while consumed < received.count {
+                consumed += 1
+                if matches(received[consumed - 1]) { return received[consumed - 1] }
+            }
+            if clock.now >= deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
     }
 }

@@ -88,3 +88,54 @@ func replay(config text: String, trace lines: [String], final: Bool = true) thro
     if final { output += replay.finalLines() }
     return (try output.map { try JSONValue(parsing: $0) }, replay.engine)
 }
+
+/// Runs the flowbridge binary to its end and measures its peak resident memory (`wait4`'s
+/// `ru_maxrss`); standard error is returned, standard output discarded. Linux counts the memory
+/// the child shared with this process until its exec (posix_spawn is a vfork), so the figure is
+/// at least this test process's size: compare it with a baseline measured the same way.
+func runFlowbridgeMeasured(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, err: String, peakRSSKilobytes: Int) {
+    let folder = TemporaryFolder()
+    let errors = folder.url.appendingPathComponent("err.log").path
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    let argv = ([Repository.binary] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    let variables = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { envp.forEach { free($0) } }
+    var pid = pid_t()
+    let rc = posix_spawn(&pid, Repository.binary, &actions, nil, argv, envp)
+    guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EINVAL) }
+    var status: Int32 = 0
+    var usage = rusage()
+    while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+    let text = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+    return ((status >> 8) & 0xff, text, Int(usage.ru_maxrss))
+}
+
+/// The command that runs `arguments` as a normal user: through `setpriv` as nobody when the tests
+/// run as root (as CI does), as they are otherwise. The flowbridge binary is linked into `folder`
+/// first: the build folder may be one nobody cannot enter (CI tests a copy in a 0700 folder).
+func asNormalUser(_ arguments: [String], in folder: TemporaryFolder) -> (path: String, arguments: [String]) {
+    guard getuid() == 0 else { return (arguments[0], Array(arguments.dropFirst())) }
+    var arguments = arguments
+    if let position = arguments.firstIndex(of: Repository.binary) {
+        let reachable = folder.url.appendingPathComponent("flowbridge").path
+        if !FileManager.default.fileExists(atPath: reachable), link(Repository.binary, reachable) != 0 {
+            try? FileManager.default.copyItem(atPath: Repository.binary, toPath: reachable)
+        }
+        arguments[position] = reachable
+    }
+    return ("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--"] + arguments)
+}
+
+/// Hands `path` (and what is under it) to the user `asNormalUser` runs as.
+func giveToNormalUser(_ path: String) {
+    guard getuid() == 0 else { return }
+    chown(path, 65534, 65534)
+    for item in FileManager.default.subpaths(atPath: path) ?? [] { chown("\(path)/\(item)", 65534, 65534) }
+}

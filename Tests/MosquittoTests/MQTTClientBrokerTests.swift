@@ -422,4 +422,69 @@ struct MQTTClientBrokerTests {
         for await _ in client.events { drained += 1 }
         #expect(drained == 2)
     }
+
+    // MARK: Subscriptions
+
+    /// mosquitto 2.0 sends the retained messages of one SUBSCRIBE before it reads the next: with
+    /// a packet per topic, a small retained value waits behind a large one.
+    @Test("all topics go out in one SUBSCRIBE packet, on every connect")
+    func oneSubscribePacket() async throws {
+        let broker = try await MosquittoBroker()
+        let options = Self.options(broker)
+        let (client, log) = try Self.started(options, ["a/#", "b/+", "c", "a/#"])
+        defer { client.stop() }
+        #expect(await log.nextConnected())
+        #expect(await Self.subscribed(broker, options))
+        #expect(broker.log.components(separatedBy: "Received SUBSCRIBE from \(options.clientID)").count - 1 == 1, "\(broker.log)")
+        for filter in ["a/#", "b/+", "c"] { #expect(broker.log.contains("\t\(filter) (QoS 1)"), "\(broker.log)") }
+        #expect(client.subscriptions == ["a/#", "b/+", "c"])  // a filter twice is subscribed once
+        await broker.kill()
+        try await broker.start()
+        #expect(await Self.subscribed(broker, options, count: 2), "\(log.all)")
+        #expect(broker.log.components(separatedBy: "Received SUBSCRIBE from \(options.clientID)").count - 1 == 2)
+    }
+
+    @Test("a change of subscriptions applies at once and to every later reconnect")
+    func updateSubscriptions() async throws {
+        let broker = try await MosquittoBroker()
+        let options = Self.options(broker)
+        let (client, log) = try Self.started(options, ["old/x", "kept/x"])
+        defer { client.stop() }
+        #expect(await Self.subscribed(broker, options))
+        try await broker.publish(topic: "kept/x", payload: "retained", retain: true)
+        #expect(await log.nextMessage()?.topic == "kept/x")
+        try client.updateSubscriptions(["kept/x", "new/x"])
+        #expect(await broker.waitForLog("Sending UNSUBACK to \(options.clientID)"), "\(broker.log)")
+        #expect(await Self.subscribed(broker, options, count: 2))
+        #expect(client.subscriptions == ["kept/x", "new/x"])
+        for topic in ["old/x", "new/x"] { try await broker.publish(topic: topic, payload: topic) }
+        // The filter that stayed was not subscribed again: no retained copy of kept/x arrives.
+        #expect(await log.nextMessage()?.topic == "new/x", "\(log.all)")
+        #expect(#expect(throws: MQTTError.self) { try client.updateSubscriptions(["bad/#/x"]) } != nil)
+        #expect(client.subscriptions == ["kept/x", "new/x"])
+
+        await broker.kill()
+        try await broker.start()
+        #expect(await Self.subscribed(broker, options, count: 3), "\(log.all)")
+        for topic in ["old/x", "new/x"] { try await broker.publish(topic: topic, payload: topic) }
+        let after = await log.nextMessage(timeout: .seconds(5))
+        #expect(after?.topic == "kept/x" || after?.topic == "new/x", "\(log.all)")
+        #expect(log.all.allSatisfy { if case .message(let m) = $0 { m.topic != "old/x" } else { true } }, "\(log.all)")
+    }
+
+    /// A broker that stops answering (frozen, or a cut that leaves the socket open) is found by
+    /// the keepalive, and the reason says so instead of libmosquitto's "Unknown error".
+    @Test("a keepalive timeout is named as such")
+    func keepaliveTimeoutNamed() async throws {
+        let broker = try await MosquittoBroker()
+        let (client, log) = try Self.started(Self.options(broker) { $0.keepaliveSeconds = 5 }, [])
+        defer { client.stop() }
+        #expect(await log.nextConnected())
+        let pid = try #require(broker.processIdentifier)
+        kill(pid, SIGSTOP)
+        defer { kill(pid, SIGCONT) }
+        let reason = try #require(await log.nextDisconnect(timeout: .seconds(20)), "\(log.all)")
+        #expect(reason.contains("no answer from the broker in 5 s (keepalive timeout)"), "\(reason)")
+        #expect(!reason.contains("Unknown error"))
+    }
 }

@@ -150,4 +150,37 @@ struct MQTTEventsTests {
         for await _ in events { count += 1 }
         #expect(count == 5)
     }
+
+    @Test("the buffer blocks on bytes as well as on count, and a message larger than the cap passes alone")
+    func byteCapacityRespected() async {
+        let events = MQTTEvents(capacity: 100, byteCapacity: 1000)
+        @Sendable func message(_ n: Int, bytes: Int) -> MQTTEvent {
+            .message(MQTTMessage(topic: "t", payload: [UInt8](repeating: UInt8(n), count: bytes - 1)))
+        }
+        let sizes = [600, 300, 200, 5000, 10]
+        let pushed = Atomic<Int>(0)
+        Thread.detachNewThread {
+            for (n, size) in sizes.enumerated() {
+                events.push(message(n, bytes: size))
+                pushed.add(1, ordering: .sequentiallyConsistent)
+            }
+        }
+        func settledCount() async -> Int {
+            try? await Task.sleep(for: .milliseconds(200))
+            return pushed.load(ordering: .sequentiallyConsistent)
+        }
+        // 600 + 300 fit; 200 more would pass 1000 bytes: the producer waits.
+        #expect(await settledCount() == 2)
+        #expect(events.bufferedBytes == 900)
+        var received: [MQTTEvent] = []
+        var iterator = events.makeAsyncIterator()
+        // Taking the buffered burst frees the bytes: 200 goes in; the 5000-byte one waits until the
+        // buffer is empty, then goes in alone.
+        while received.count < sizes.count, let event = await iterator.next() {
+            received.append(event)
+            #expect(events.bufferedBytes <= 1000 || events.bufferedCount == 1)
+        }
+        #expect(received == sizes.enumerated().map { message($0.offset, bytes: $0.element) })
+        #expect(events.bufferedBytes == 0)
+    }
 }

@@ -1,5 +1,5 @@
 import Testing
-import Mosquitto
+@testable import Mosquitto
 
 /// Validation happens before any network I/O and names the field; the password never shows.
 struct MQTTOptionsTests {
@@ -11,7 +11,7 @@ struct MQTTOptionsTests {
         #expect(options.keepaliveSeconds == 60)
         #expect(options.protocolVersion == .v311)
         #expect(options.tls == nil)
-        #expect(options.reconnectDelay == (1, 60))
+        #expect(options.reconnectDelay == (1, 15))
         #expect(TLSOptions().insecure == false)
         try options.validate()
     }
@@ -97,5 +97,14 @@ struct MQTTOptionsTests {
         #expect(await iterator.next() == nil)
         #expect(throws: MQTTError.notRestartable) { try client.start() }
         #expect(!client.isConnected)
+    }
+
+    @Test("the reconnect delay doubles up to its cap, jittered into the upper half, never past the cap",
+          arguments: [(0, 500...1000), (1, 1000...2000), (3, 4000...8000), (4, 7500...15000), (30, 7500...15000)])
+    func reconnectDelay(failures: Int, expected: ClosedRange<Int>) {
+        let options = MQTTOptions()
+        let delays = (0..<200).map { _ in options.reconnectDelayMilliseconds(afterFailures: failures) }
+        #expect(delays.allSatisfy(expected.contains), "\(delays.filter { !expected.contains($0) })")
+        #expect(Set(delays).count > 1)  // jittered, not one fixed value
     }
 }

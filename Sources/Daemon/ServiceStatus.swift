@@ -1,0 +1,68 @@
+import Synchronization
+
+/// The one-line status `systemctl status flowbridge` shows (sd_notify `STATUS=`): the broker
+/// connection and, once connected, how many sources have not sent anything yet.
+struct ServiceStatus: Equatable {
+    enum Broker: Equatable {
+        case connecting
+        case connected
+        /// Not connected; `cause` says why ("connection refused").
+        case waiting(cause: String)
+    }
+
+    /// `HOST:PORT` of the broker.
+    var address: String
+    var broker = Broker.connecting
+    var sourceCount: Int
+    /// Sources that have received nothing at all since the start (a typo in a topic shows here).
+    var silentSources: Int
+
+    init(address: String, sourceCount: Int) {
+        self.address = address
+        self.sourceCount = sourceCount
+        silentSources = sourceCount
+    }
+
+    var text: String {
+        switch broker {
+        case .connecting: return "connecting to broker \(address)"
+        case .waiting(let cause): return "waiting for broker \(address): \(cause)"
+        case .connected:
+            let silent = silentSources == 0 ? "" : "; \(silentSources) of \(sourceCount) source\(sourceCount == 1 ? "" : "s") silent so far"
+            return "connected to \(address)\(silent)"
+        }
+    }
+}
+
+/// Sends `STATUS=` to systemd whenever the status text changes (and nothing when it does not),
+/// from whichever task changed it.
+final class StatusReporter: Sendable {
+    private let notifier: SystemdNotifier
+    private let state: Mutex<(status: ServiceStatus, sent: String?)>
+
+    init(_ status: ServiceStatus, notifier: SystemdNotifier) {
+        self.notifier = notifier
+        state = Mutex((status, nil))
+    }
+
+    var text: String { state.withLock { $0.status.text } }
+
+    /// Ready means configured and running, not connected: a broker that is down at boot must not
+    /// make the start time out. The status says what the connection is doing.
+    func ready() { send(prefix: "READY=1\n", force: true) }
+
+    func update(_ change: (inout ServiceStatus) -> Void) {
+        state.withLock { change(&$0.status) }
+        send(prefix: "", force: false)
+    }
+
+    private func send(prefix: String, force: Bool) {
+        // Under the lock, so two tasks never send two texts in the wrong order.
+        state.withLock { state in
+            let text = state.status.text
+            guard force || text != state.sent else { return }
+            state.sent = text
+            notifier.notify("\(prefix)STATUS=\(text)")
+        }
+    }
+}
