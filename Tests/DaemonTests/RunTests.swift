@@ -77,7 +77,7 @@ struct RunTests {
               storage: {name: Battery, rate: battery}
               exchange: {name: Grid, rate: grid, total: import}
               output: {name: Home, rate: balance}
-            policy: {min_interval: 0s, rate_step: 1, rate_deadband: 0}
+            policy: {min_interval: 0s, settle: 0s, rate_step: 1, rate_deadband: 0}
         """
     }
 
