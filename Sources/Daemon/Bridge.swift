@@ -20,7 +20,13 @@ final class Bridge: Sendable {
         var sequences: [String: UInt64] = [:]
         var lastSave: Date?
         var dirty = false
+        /// The wall clock and the monotonic clock at the last tick: a wall clock that moved
+        /// differently from the monotonic one between two ticks was stepped (NTP, a person).
+        var lastTick: (wall: Date, monotonic: ContinuousClock.Instant)?
     }
+
+    /// A difference between the wall clock's and the monotonic clock's progress beyond this is a step.
+    static let clockStepSeconds = 2.0
 
     /// What the state writer keeps: one save at a time, a failing disk said once a minute.
     struct Saving {
@@ -61,9 +67,21 @@ final class Bridge: Sendable {
         }
     }
 
-    /// Lets time pass: deadlines, and a save of the state at most every `saveInterval`.
-    func tick(at now: Date, saveInterval: Double = 5) {
+    /// The first subscription is in place: from now on a source that never reports is warned about.
+    func subscribed(at now: Date) {
+        state.withLock { state in dispatch(state.engine.subscribed(at: now), &state) }
+    }
+
+    /// Lets time pass: deadlines, and a save of the state at most every `saveInterval`. A wall
+    /// clock that stepped since the last tick (against `monotonic`) is told to the engine first.
+    func tick(at now: Date, monotonic: ContinuousClock.Instant = .now, saveInterval: Double = 5) {
         let snapshot = state.withLock { state -> JSONValue? in
+            if let last = state.lastTick {
+                let elapsed = last.monotonic.duration(to: monotonic).components
+                let step = now.timeIntervalSince(last.wall) - (Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+                if abs(step) > Self.clockStepSeconds { dispatch(state.engine.clockStepped(by: step, at: now), &state) }
+            }
+            state.lastTick = (now, monotonic)
             dispatch(state.engine.tick(through: now), &state)
             guard state.dirty, state.lastSave.map({ now.timeIntervalSince($0) >= saveInterval || now < $0 }) ?? true else {
                 return nil

@@ -56,6 +56,7 @@ struct RunCommand {
                         // Venus OS publishes nothing until asked: ask at once, not after an interval.
                         for keepalive in started.keepalives { try? client.publish(topic: keepalive.topic, payload: []) }
                         if !ready {
+                            bridge.subscribed(at: Date())
                             notifier.notify("READY=1\nSTATUS=connected")
                             ready = true
                         }
