@@ -20,9 +20,9 @@ final class Bridge: Sendable {
         var sequences: [String: UInt64] = [:]
         var lastSave: Date?
         var dirty = false
-        /// The wall clock and the monotonic clock at the last tick: a wall clock that moved
-        /// differently from the monotonic one between two ticks was stepped (NTP, a person).
-        var lastTick: (wall: Date, monotonic: ContinuousClock.Instant)?
+        /// The wall clock and the monotonic clock at the last event: a wall clock that moved
+        /// differently from the monotonic one since then was stepped (NTP, a person).
+        var lastEvent: (wall: Date, monotonic: ContinuousClock.Instant)?
     }
 
     /// A difference between the wall clock's and the monotonic clock's progress beyond this is a step.
@@ -55,9 +55,11 @@ final class Bridge: Sendable {
         return engine
     }
 
-    /// Takes a message.
-    func receive(_ message: MQTTMessage, at now: Date) {
+    /// Takes a message (a wall clock that stepped since the last event is told to the engine first,
+    /// so that no message is taken under a step the engine does not know of).
+    func receive(_ message: MQTTMessage, at now: Date, monotonic: ContinuousClock.Instant = .now) {
         state.withLock { state in
+            noteClock(now, monotonic, &state)
             let outputs = state.engine.tick(through: now)
                 + state.engine.receive(
                     topic: message.topic, payload: message.payload, at: now,
@@ -73,15 +75,10 @@ final class Bridge: Sendable {
     }
 
     /// Lets time pass: deadlines, and a save of the state at most every `saveInterval`. A wall
-    /// clock that stepped since the last tick (against `monotonic`) is told to the engine first.
+    /// clock that stepped since the last event (against `monotonic`) is told to the engine first.
     func tick(at now: Date, monotonic: ContinuousClock.Instant = .now, saveInterval: Double = 5) {
         let snapshot = state.withLock { state -> JSONValue? in
-            if let last = state.lastTick {
-                let elapsed = last.monotonic.duration(to: monotonic).components
-                let step = now.timeIntervalSince(last.wall) - (Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
-                if abs(step) > Self.clockStepSeconds { dispatch(state.engine.clockStepped(by: step, at: now), &state) }
-            }
-            state.lastTick = (now, monotonic)
+            noteClock(now, monotonic, &state)
             dispatch(state.engine.tick(through: now), &state)
             guard state.dirty, state.lastSave.map({ now.timeIntervalSince($0) >= saveInterval || now < $0 }) ?? true else {
                 return nil
@@ -106,6 +103,17 @@ final class Bridge: Sendable {
     @discardableResult
     func flush(at now: Date) -> Bool {
         write(state.withLock { takeSnapshot(&$0, at: now) }, at: now)
+    }
+
+    /// Compares the wall clock's progress since the last event with the monotonic clock's: a
+    /// difference beyond `clockStepSeconds` is a step, which the engine takes at once.
+    private func noteClock(_ now: Date, _ monotonic: ContinuousClock.Instant, _ state: inout State) {
+        if let last = state.lastEvent {
+            let elapsed = last.monotonic.duration(to: monotonic).components
+            let step = now.timeIntervalSince(last.wall) - (Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+            if abs(step) > Self.clockStepSeconds { dispatch(state.engine.clockStepped(by: step, at: now), &state) }
+        }
+        state.lastEvent = (now, monotonic)
     }
 
     /// Pushes to every sink, diagnostics to the log.
