@@ -84,8 +84,9 @@ extension FlowEngine {
                 // `combine: latest`) says nothing about its topics and is left out.
                 guard let topics = value["topics"]?.objectValue else { continue }
                 var parts: [String: Reading] = [:]
-                for (topic, entry) in topics.prefix(SourceState.maxTopics) {
-                    guard let part = reading(entry, of: source), source.topic.matches(topic) else {
+                // A topic the filter no longer matches belongs to an older config: left out quietly.
+                for (topic, entry) in topics.prefix(SourceState.maxTopics) where source.topic.matches(topic) {
+                    guard let part = reading(entry, of: source) else {
                         skip("the reading of '\(name)' from \(topic)")
                         continue
                     }

@@ -178,11 +178,13 @@ public struct FlowEngine: Sendable {
                 touched.insert(position)
             }
         }
+        // A late reading shows as of the latest event: no push is stamped back in time.
+        let shownAt = kind == .late ? clock ?? now : now
         for position in touched.sorted() {
-            if widgets[position].policy.readingArrived(at: now) {
-                offer(position, at: now, urgent: false, into: &out)
+            if widgets[position].policy.readingArrived(at: shownAt) {
+                offer(position, at: shownAt, urgent: false, into: &out)
             } else {
-                noteBalance(of: position, at: now)
+                noteBalance(of: position, at: shownAt)
             }
         }
         return out

@@ -50,6 +50,21 @@ import Testing
         #expect(abs(home.total("output")! - 0.02) < 1e-9)
     }
 
+    /// A meter's message delayed past another's: it shows, as of the latest event, and counts nothing.
+    @Test func aLateReadingShowsAsOfTheLatestEvent() {
+        let config = FlowConfig(
+            sources: [source("load", "p"), source("pv", "s")],
+            widgets: [FlowWidgetConfig(name: "home", inputs: [node("pv", total: .integrate)], output: node("load"), policy: eager)])
+        var home = EngineHarness(config)
+        let t0 = Self.midnight + 36_000
+        home.send("p", "3600", at: t0)
+        home.send("p", "3600", at: t0 + 10)
+        home.send("s", "500", at: t0 - 5)
+        #expect(home.rate("inputs") == 500)
+        #expect(home.pushes.last?.at == Date(timeIntervalSince1970: t0 + 10))
+        #expect(home.total("inputs") == 0)
+    }
+
     @Test func aClockStepAheadCountsNoEnergyAcrossItAndAgesNothing() {
         var home = EngineHarness(Self.load)
         let t0 = Self.midnight + 36_000
