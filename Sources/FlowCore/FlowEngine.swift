@@ -72,8 +72,6 @@ public struct FlowEngine: Sendable {
         /// The balance the last time it was known: what the output keeps showing with
         /// `when_stale: hold` while a stale exchange or storage makes it unknown.
         var lastKnownBalance: Double?
-        /// Whether the output's clamp at 0 persists (a wrong sign) or was a moment's (meters apart).
-        var clampWatch = ClampWatch()
     }
 
     public let config: FlowConfig
@@ -82,6 +80,10 @@ public struct FlowEngine: Sendable {
     let exactTopics: [String: [Int]]
     let wildcardTopics: [(filter: TopicFilter, source: Int)]
     var widgets: [WidgetState]
+    /// Per widget: whether the output's clamp at 0 persists (a wrong sign) or was a moment's
+    /// (meters apart). Beside the widgets, not in them, so that recording one while a widget's
+    /// content is being made copies nothing.
+    var clampWatches: [ClampWatch]
     var limiter = DiagnosticLimiter()
     /// The local day the totals count; nil until the first event.
     public internal(set) var day: LocalDay?
@@ -149,6 +151,7 @@ public struct FlowEngine: Sendable {
                 config: widget, nodes: nodes, policy: PatchPolicy(config: widget.policy), integrateOn: integrateOn,
                 reads: reads, balanceNode: balance)
         }
+        clampWatches = Array(repeating: ClampWatch(), count: widgets.count)
     }
 
     // MARK: - Inputs
@@ -161,10 +164,10 @@ public struct FlowEngine: Sendable {
     /// nothing is integrated from it. (The daemon passes false when MQTT 5 message expiry vouches
     /// for it.) A message dated before the latest event is late: its reading may show, it counts
     /// no energy; one dated far ahead on a later day is ignored until the next events confirm it.
-    public mutating func receive(topic: String, payload: [UInt8], at now: Date, retained: Bool = false) -> [Output] {
+    public mutating func receive(topic: String, payload: [UInt8], at time: Date, retained: Bool = false) -> [Output] {
         var out: [Output] = []
-        let verdict = timeline.classify(now, dayEnd: day?.end, jumpSeconds: jumpSeconds)
-        guard take(now, verdict, into: &out) else { return out }
+        let verdict = timeline.classify(time, dayEnd: day?.end, jumpSeconds: jumpSeconds)
+        guard let now = take(time, verdict, into: &out) else { return out }
         var matched = exactTopics[topic] ?? []
         for (filter, source) in wildcardTopics where filter.matches(topic) { matched.append(source) }
         let kind: ReadingKind = verdict == .late ? .late : retained ? .retained : .live
@@ -192,10 +195,10 @@ public struct FlowEngine: Sendable {
 
     /// Lets time pass: stale readings, settled bursts, held-back pushes, silent sources and local
     /// midnight take effect.
-    public mutating func tick(at now: Date) -> [Output] {
+    public mutating func tick(at time: Date) -> [Output] {
         var out: [Output] = []
-        let verdict = timeline.classify(now, dayEnd: day?.end, jumpSeconds: jumpSeconds)
-        guard take(now, verdict, into: &out), verdict != .late else { return out }
+        let verdict = timeline.classify(time, dayEnd: day?.end, jumpSeconds: jumpSeconds)
+        guard let now = take(time, verdict, into: &out), verdict != .late else { return out }
         interruptUnknownBalances(at: now)
         reportSilentSources(at: now, into: &out)
         for position in widgets.indices { offer(position, at: now, urgent: false, into: &out) }
@@ -255,7 +258,7 @@ public struct FlowEngine: Sendable {
         for position in sources.indices { sources[position].shift(by: seconds) }
         for position in widgets.indices {
             widgets[position].policy.shift(by: seconds)
-            widgets[position].clampWatch.reset()
+            clampWatches[position].reset()
             for node in widgets[position].nodes.indices { widgets[position].nodes[node].total?.clockStepped(by: seconds) }
         }
         subscribedAt = subscribedAt?.addingTimeInterval(seconds)
@@ -278,19 +281,23 @@ public struct FlowEngine: Sendable {
         func consider(_ deadline: Date) {
             if clock.map({ deadline > $0 }) ?? true, next.map({ deadline < $0 }) ?? true { next = deadline }
         }
-        for widget in widgets {
-            if let deadline = widget.policy.deadline { consider(deadline) }
+        // By index, property by property: copies of the widgets' and sources' states would retain
+        // and release all of them, per message.
+        for position in widgets.indices {
+            if let deadline = widgets[position].policy.deadline { consider(deadline) }
         }
         if let day { consider(day.end) }
-        for source in sources {
-            if let subscribedAt, !source.heard, !source.reportedSilent {
-                consider(subscribedAt.addingTimeInterval(source.config.silenceGraceSeconds))
+        for position in sources.indices {
+            if let subscribedAt, !sources[position].heard, !sources[position].reportedSilent {
+                consider(subscribedAt.addingTimeInterval(sources[position].config.silenceGraceSeconds))
             }
-            guard let staleAfter = source.config.staleAfterSeconds, let reading = source.reading else { continue }
+            guard let staleAfter = sources[position].config.staleAfterSeconds, let reading = sources[position].reading else { continue }
             consider(reading.at.addingTimeInterval(staleAfter))
             // A retained copy is stale at once but marked only once a live update is overdue.
-            if let heard = source.lastValueAt, heard > reading.at { consider(heard.addingTimeInterval(staleAfter)) }
-            for part in source.topics.values { consider(part.at.addingTimeInterval(staleAfter)) }
+            if let heard = sources[position].lastValueAt, heard > reading.at { consider(heard.addingTimeInterval(staleAfter)) }
+            if sources[position].config.combine == .sum {
+                for part in sources[position].topics.values { consider(part.at.addingTimeInterval(staleAfter)) }
+            }
         }
         return next
     }
@@ -335,11 +342,12 @@ public struct FlowEngine: Sendable {
 
     // MARK: - Time
 
-    /// Applies the timeline's verdict on an event at `now`. Returns false when the event is ignored
-    /// (far ahead, unconfirmed).
-    mutating func take(_ now: Date, _ verdict: EventTimeline.Verdict, into out: inout [Output]) -> Bool {
+    /// Applies the timeline's verdict on an event at `time`. Returns the time to take it at, or nil
+    /// when the event is ignored (far ahead, unconfirmed).
+    mutating func take(_ time: Date, _ verdict: EventTimeline.Verdict, into out: inout [Output]) -> Date? {
         let latest = timeline.latest
-        timeline.take(now, verdict)
+        let now = timeline.effectiveTime(time, verdict)
+        timeline.take(time, verdict)
         switch verdict {
         case .onTime:
             advanceDay(to: now, into: &out)
@@ -352,7 +360,7 @@ public struct FlowEngine: Sendable {
                     "an event dated \(zone.clockText(at: now, withSeconds: true)) is \(durationText(seconds: now.timeIntervalSince(latest))) after the latest (\(zone.clockText(at: latest, withSeconds: true))), on a later day: ignored unless the next events confirm that the clock moved on"
                 }
             }
-            return false
+            return nil
         case .stepped(let from):
             let zone = self.zone
             note(.warning, key: "clock-step", at: now, into: &out) {
@@ -360,7 +368,7 @@ public struct FlowEngine: Sendable {
             }
             advanceDay(to: now, into: &out)
         }
-        return true
+        return now
     }
 
     // MARK: - The day

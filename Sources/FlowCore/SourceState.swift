@@ -36,29 +36,13 @@ extension FlowEngine {
 
         init(config: SourceConfig) { self.config = config }
 
-        func isStale(at now: Date) -> Bool { reading.map { isStale($0, at: now) } ?? false }
-
-        func isStale(_ reading: Reading, at now: Date) -> Bool {
-            guard let staleAfter = config.staleAfterSeconds else { return false }
+        /// Whether a reading is stale at `now` for a source stale after `staleAfter` seconds.
+        static func isStale(_ reading: Reading, at now: Date, after staleAfter: Double?) -> Bool {
+            guard let staleAfter else { return false }
             return now.timeIntervalSince(reading.at) >= staleAfter
         }
 
-        /// The source's number at `now`; nil before its first reading. A `combine: sum` source that
-        /// is not stale reads the sum of its fresh topics: a silent inverter reads 0 W.
-        func value(at now: Date) -> Double? {
-            guard let reading else { return nil }
-            guard config.combine == .sum, !isStale(at: now) else { return reading.value }
-            var sum = 0.0
-            for part in topics.values where !isStale(part, at: now) { sum += part.value }
-            return sum
-        }
-
-        /// True once no value has arrived for `stale_after`: the meter went silent. (A retained
-        /// copy is stale at once, but its source is silent only once a live update is overdue.)
-        func isSilent(at now: Date) -> Bool {
-            guard let staleAfter = config.staleAfterSeconds, let lastValueAt else { return false }
-            return now.timeIntervalSince(lastValueAt) >= staleAfter
-        }
+        func isStale(_ reading: Reading, at now: Date) -> Bool { Self.isStale(reading, at: now, after: config.staleAfterSeconds) }
 
         /// The reading `topic` has now, for its source's kind.
         func current(_ topic: String) -> Reading? {
@@ -117,6 +101,34 @@ extension FlowEngine {
             reportedSilent = old.reportedSilent
             if let reading, let heardAt = old.lastValueAt, heardAt > reading.at { lastValueAt = heardAt }
         }
+    }
+
+    // MARK: - Freshness
+    //
+    // Read through the engine, property by property: a call on `sources[i]` itself copies the
+    // whole source state (its config's texts and arrays retained and released), per message.
+
+    func isStale(source position: Int, at now: Date) -> Bool {
+        guard let reading = sources[position].reading else { return false }
+        return SourceState.isStale(reading, at: now, after: sources[position].config.staleAfterSeconds)
+    }
+
+    /// The source's number at `now`; nil before its first reading. A `combine: sum` source that
+    /// is not stale reads the sum of its fresh topics: a silent inverter reads 0 W.
+    func value(ofSource position: Int, at now: Date) -> Double? {
+        guard let reading = sources[position].reading else { return nil }
+        guard sources[position].config.combine == .sum, !isStale(source: position, at: now) else { return reading.value }
+        let staleAfter = sources[position].config.staleAfterSeconds
+        var sum = 0.0
+        for part in sources[position].topics.values where !SourceState.isStale(part, at: now, after: staleAfter) { sum += part.value }
+        return sum
+    }
+
+    /// True once no value has arrived for `stale_after`: the meter went silent. (A retained copy is
+    /// stale at once, but its source is silent only once a live update is overdue.)
+    func isSilent(source position: Int, at now: Date) -> Bool {
+        guard let staleAfter = sources[position].config.staleAfterSeconds, let heardAt = sources[position].lastValueAt else { return false }
+        return now.timeIntervalSince(heardAt) >= staleAfter
     }
 
     // MARK: - Readings
@@ -183,7 +195,7 @@ extension FlowEngine {
     mutating func account(_ source: Int, in position: Int, at now: Date, integrating: Bool, into out: inout [Output]) {
         for node in integrating ? widgets[position].integrateOn[source] ?? [] : [] {
             let state = widgets[position].nodes[node]
-            guard let rate = integrationRate(of: state, in: widgets[position], at: now) else {
+            guard let rate = integrationRate(of: state, inWidget: position, at: now) else {
                 // Unknown from here (a balance with a stale term): nothing counts across the gap.
                 widgets[position].nodes[node].total?.interrupt()
                 continue

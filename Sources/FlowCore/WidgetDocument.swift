@@ -33,11 +33,10 @@ extension FlowEngine {
     func measured(_ node: NodeState, at now: Date) -> NodeValue? {
         var result = NodeValue(raw: 0)
         for term in node.terms {
-            let source = sources[term.source]
-            guard let value = source.value(at: now) else { return nil }
-            if source.isStale(at: now) {
+            guard let value = value(ofSource: term.source, at: now) else { return nil }
+            if isStale(source: term.source, at: now) {
                 switch node.config.whenStale {
-                case .hold: if source.isSilent(at: now) { result.heldFor.append(term.source) }
+                case .hold: if isSilent(source: term.source, at: now) { result.heldFor.append(term.source) }
                 case .zero: continue
                 case .clear: return nil
                 }
@@ -47,23 +46,24 @@ extension FlowEngine {
         return result
     }
 
-    /// Σ inputs + exchange − storage. A stale input counts 0 W (inverters sleep at night); a stale
-    /// exchange or storage makes the balance unknown.
-    func balance(of widget: WidgetState, at now: Date) -> Balance {
+    /// Σ inputs + exchange − storage of widget `position`. A stale input counts 0 W (inverters
+    /// sleep at night); a stale exchange or storage makes the balance unknown. Asked several times
+    /// per message, so it reads the nodes in place rather than copying them.
+    func balance(ofWidget position: Int, at now: Date) -> Balance {
         var parts: BalanceParts = (0, 0, 0, 0)
         var stale: [Int] = []
-        for node in widget.nodes where !node.isBalance {
+        for index in widgets[position].nodes.indices where !widgets[position].nodes[index].isBalance {
+            let slot = widgets[position].nodes[index].place.slot
             var sum = 0.0
-            for term in node.terms {
-                let source = sources[term.source]
-                guard let value = source.value(at: now) else { return .notYet }
-                if source.isStale(at: now) {
-                    if node.place.slot != .inputs { stale.append(term.source) }
+            for term in widgets[position].nodes[index].terms {
+                guard let value = value(ofSource: term.source, at: now) else { return .notYet }
+                if isStale(source: term.source, at: now) {
+                    if slot != .inputs { stale.append(term.source) }
                     continue
                 }
                 sum += term.sign * value
             }
-            switch node.place.slot {
+            switch slot {
             case .inputs: parts.inputs += max(0, sum)
             case .exchange: parts.exchange = sum
             case .storage: parts.storage = sum
@@ -78,9 +78,9 @@ extension FlowEngine {
     /// A node's value as the widget shows it (before the slot's clamp), or nil when it is not
     /// drawn. An unknown balance follows the output's `when_stale`: hold keeps the last known
     /// value, zero shows 0, clear removes the node.
-    func value(of node: NodeState, in widget: WidgetState, at now: Date) -> NodeValue? {
+    func value(of node: NodeState, inWidget position: Int, at now: Date) -> NodeValue? {
         guard node.isBalance else { return measured(node, at: now) }
-        switch balance(of: widget, at: now) {
+        switch balance(ofWidget: position, at: now) {
         case .known(let parts):
             return NodeValue(raw: parts.raw, parts: parts)
         case .notYet:
@@ -88,7 +88,7 @@ extension FlowEngine {
         case .unknown(let stale):
             switch node.config.whenStale {
             case .hold:
-                return widget.lastKnownBalance.map { NodeValue(raw: $0, heldFor: stale.filter { sources[$0].isSilent(at: now) }) }
+                return widgets[position].lastKnownBalance.map { NodeValue(raw: $0, heldFor: stale.filter { isSilent(source: $0, at: now) }) }
             case .zero: return NodeValue(raw: 0)
             case .clear: return nil
             }
@@ -96,21 +96,21 @@ extension FlowEngine {
     }
 
     /// The rate a node shows (before quantizing), or nil when it is not drawn.
-    func rate(of node: NodeState, in widget: WidgetState, at now: Date) -> Double? {
-        value(of: node, in: widget, at: now).map { node.isMagnitude ? max(0, $0.raw) : $0.raw }
+    func rate(of node: NodeState, inWidget position: Int, at now: Date) -> Double? {
+        value(of: node, inWidget: position, at: now).map { node.isMagnitude ? max(0, $0.raw) : $0.raw }
     }
 
     /// The rate a node's total integrates: the shown rate, except that an unknown balance is no
     /// rate at all (a held value is no energy).
-    func integrationRate(of node: NodeState, in widget: WidgetState, at now: Date) -> Double? {
-        guard node.isBalance else { return rate(of: node, in: widget, at: now) }
-        guard case .known(let parts) = balance(of: widget, at: now) else { return nil }
+    func integrationRate(of node: NodeState, inWidget position: Int, at now: Date) -> Double? {
+        guard node.isBalance else { return rate(of: node, inWidget: position, at: now) }
+        guard case .known(let parts) = balance(ofWidget: position, at: now) else { return nil }
         return max(0, parts.raw)
     }
 
     /// Remembers the balance while it is known (between offers: a burst still settling).
     mutating func noteBalance(of position: Int, at now: Date) {
-        guard widgets[position].balanceNode != nil, case .known(let parts) = balance(of: widgets[position], at: now) else { return }
+        guard widgets[position].balanceNode != nil, case .known(let parts) = balance(ofWidget: position, at: now) else { return }
         widgets[position].lastKnownBalance = parts.raw
     }
 
@@ -119,7 +119,7 @@ extension FlowEngine {
     mutating func interruptUnknownBalances(at now: Date) {
         for position in widgets.indices {
             guard let node = widgets[position].balanceNode, widgets[position].nodes[node].total?.lastSample != nil else { continue }
-            if case .known = balance(of: widgets[position], at: now) { continue }
+            if case .known = balance(ofWidget: position, at: now) { continue }
             widgets[position].nodes[node].total?.interrupt()
         }
     }
@@ -136,9 +136,9 @@ extension FlowEngine {
         // Nodes whose meters are silent while the widget shows their last reading, and since when.
         var silent: [Int: Date] = [:]
         for (index, node) in widget.nodes.enumerated() {
-            guard let value = value(of: node, in: widget, at: now) else { continue }
+            guard let value = value(of: node, inWidget: position, at: now) else { continue }
             if let parts = value.parts { widgets[position].lastKnownBalance = parts.raw }
-            checkSigns(of: node, value: value, in: position, at: now, into: &out)
+            checkSigns(of: node, value: value, in: widget, at: position, now: now, into: &out)
             let rate = node.isMagnitude ? max(0, value.raw) : value.raw
             var total: Double?
             if let energy = node.total, energy.counter?.last != nil || energy.direction != nil {
@@ -187,13 +187,14 @@ extension FlowEngine {
     /// Says so when a sign is probably wrong: an input that reads clearly negative, or a balance
     /// that only a flipped exchange or storage could make positive, for most of the last minutes
     /// (a moment's negative balance is meters reporting apart, no evidence).
-    mutating func checkSigns(of node: NodeState, value: NodeValue, in position: Int, at now: Date, into out: inout [Output]) {
-        let widget = widgets[position]
+    mutating func checkSigns(
+        of node: NodeState, value: NodeValue, in widget: WidgetState, at position: Int, now: Date, into out: inout [Output]
+    ) {
         let name = widget.config.name
         if let parts = value.parts {
             let gross = parts.inputs + abs(parts.exchange) + abs(parts.storage)
             let clamped = -parts.raw > max(50, 0.05 * gross)
-            guard widgets[position].clampWatch.record(clamped: clamped, at: now) else { return }
+            guard clampWatches[position].record(clamped: clamped, at: now) else { return }
             var suspects: [String] = []
             if parts.exchange != 0, parts.inputs - parts.exchange - parts.storage >= 0 { suspects.append(describe(.exchange, in: widget)) }
             if parts.storage != 0, parts.inputs + parts.exchange + parts.storage >= 0 { suspects.append(describe(.storage, in: widget)) }

@@ -17,6 +17,7 @@ import Testing
         ([0, 5000, 5000, 30], [.onTime, .ahead(first: true), .ahead(first: false), .onTime]),  // tick(through:) then receive
         ([0, 5000, 5010, 5020], [.onTime, .ahead(first: true), .stepped(from: Date(timeIntervalSince1970: 0)), .onTime]),  // confirmed
         ([0, 800], [.onTime, .onTime]),  // a long silence within the day
+        ([0, 10, 9.5, 9.6], [.onTime, .onTime, .onTime, .onTime]),  // a moment apart: simultaneous
     ] as [([Double], [Verdict])])
     func verdicts(times: [Double], expected: [Verdict]) {
         var timeline = EventTimeline()
@@ -100,6 +101,22 @@ import Testing
         home.send("p", "3600", at: Self.midnight - 70)
         home.send("p", "3600", at: Self.midnight - 60)
         #expect(abs(home.total("output")! - 0.02) < 1e-9)  // the 10 s before the step, and the 10 s after it
+    }
+
+    /// The daemon's tick thread read the clock just after midnight and took the lock first; the
+    /// message thread read it a moment before midnight. Simultaneous: no clock went back, and the
+    /// closed day stays closed.
+    @Test func aMessageAMomentBeforeATickIsOnTime() throws {
+        var home = EngineHarness(Self.load)
+        home.send("p", "3600", at: Self.midnight - 20)
+        home.record(home.engine.tick(at: Date(timeIntervalSince1970: Self.midnight + 0.002)))
+        home.record(home.engine.receive(topic: "p", payload: Array("3600".utf8), at: Date(timeIntervalSince1970: Self.midnight - 0.001)))
+        #expect(!home.diagnostics.contains { $0.message.contains("clock") }, "\(home.diagnostics)")
+        #expect(home.engine.day?.date == CivilDate(daysSinceEpoch: 20_600))
+        let closed = try #require(home.engine.lastClosedDay)
+        #expect(abs(closed.totalsKWh["home/output"]! - 0.02) < 1e-9)
+        home.send("p", "3600", at: Self.midnight + 10)
+        #expect(abs(home.total("output")! - 0.01) < 1e-6)
     }
 
     /// A line from tomorrow is ignored, whether it comes through `tick(through:)` or `receive`.
