@@ -106,7 +106,8 @@ final class Bridge: Sendable {
     }
 
     /// Compares the wall clock's progress since the last event with the monotonic clock's: a
-    /// difference beyond `clockStepSeconds` is a step, which the engine takes at once.
+    /// difference beyond `clockStepSeconds` is a step, which the engine takes at once. (On Linux
+    /// `ContinuousClock` is CLOCK_BOOTTIME: a suspended machine's sleep passes on both, no step.)
     private func noteClock(_ now: Date, _ monotonic: ContinuousClock.Instant, _ state: inout State) {
         if let last = state.lastEvent {
             let elapsed = last.monotonic.duration(to: monotonic).components

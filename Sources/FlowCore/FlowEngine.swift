@@ -156,7 +156,7 @@ public struct FlowEngine: Sendable {
 
     // MARK: - Inputs
 
-    /// Takes one MQTT message received at `now`.
+    /// Takes one MQTT message received at `time`.
     ///
     /// A `retained` message is the broker's copy of an old publish, hours old perhaps: it counts as
     /// already stale for a source with `stale_after` (its first live update refreshes it), though

@@ -117,6 +117,23 @@ let afternoon = 86_400.0 * 20_600 + 14 * 3600 + 2 * 60
         #expect(home.shown?["flow"]?["exchange"]?["color"] == "cyan")
     }
 
+    /// A battery's charge is published on change (and retained): its age never grays the node.
+    @Test func aLevelNeverGraysItsNode() {
+        var config = Self.home()
+        config.sources[3].staleAfterSeconds = 60
+        var home = EngineHarness(config)
+        home.record(home.engine.receive(
+            topic: "evcc/site/battery/soc", payload: Array("76".utf8), at: Date(timeIntervalSince1970: afternoon), retained: true))
+        for t in stride(from: afternoon, through: afternoon + 900, by: 10) {
+            home.send("solar/ac/power", "1000", at: t)
+            home.send("shellypro3em/status/em:0", #"{"total_act_power":300}"#, at: t)
+            home.send("evcc/site/battery/power", "-200", at: t)
+        }
+        #expect(home.shown?["flow"]?["storage"]?["level"] == 76)
+        #expect(home.shown?["flow"]?["storage"]?["color"] == nil)
+        #expect(home.shown?["subtitle"] == "Solar · grid · home")
+    }
+
     /// After a restart hours later, restored readings are not live: marked, and no balance from them.
     @Test func aRestoredReadingOlderThanStaleAfterIsNeverShownAsLive() throws {
         var before = EngineHarness(Self.home())
