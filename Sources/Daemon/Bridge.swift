@@ -22,7 +22,13 @@ final class Bridge: Sendable {
         var sequences: [String: UInt64] = [:]
         var lastSave: Date?
         var dirty = false
+        /// The wall clock and the monotonic clock at the last event: a wall clock that moved
+        /// differently from the monotonic one since then was stepped (NTP, a person).
+        var lastEvent: (wall: Date, monotonic: ContinuousClock.Instant)?
     }
+
+    /// A difference between the wall clock's and the monotonic clock's progress beyond this is a step.
+    static let clockStepSeconds = 2.0
 
     /// The state writer: one save at a time, a failing disk said once a minute.
     let saving = Mutex(LogThrottle())
@@ -55,16 +61,14 @@ final class Bridge: Sendable {
     /// The config that runs.
     var config: DaemonConfig { state.withLock { $0.config } }
 
-    /// How many sources have received nothing at all yet.
-    var silentSources: Int {
-        state.withLock { state in
-            state.engine.sourceStats.values.count { $0.readings + $0.noReading + $0.rejected == 0 }
-        }
-    }
+    /// The sources that have sent nothing within their grace since the subscription.
+    var silentSources: [String] { state.withLock { $0.engine.silentSources } }
 
-    /// Takes a message.
-    func receive(_ message: MQTTMessage, at now: Date) {
+    /// Takes a message (a wall clock that stepped since the last event is told to the engine first,
+    /// so that no message is taken under a step the engine does not know of).
+    func receive(_ message: MQTTMessage, at now: Date, monotonic: ContinuousClock.Instant = .now) {
         state.withLock { state in
+            noteClock(now, monotonic, &state)
             let outputs = state.engine.tick(through: now)
                 + state.engine.receive(
                     topic: message.topic, payload: message.payload, at: now,
@@ -74,9 +78,16 @@ final class Bridge: Sendable {
         }
     }
 
-    /// Lets time pass: deadlines, and a save of the state at most every `saveInterval`.
-    func tick(at now: Date, saveInterval: Double = 5) {
+    /// The first subscription is in place: from now on a source that never reports is warned about.
+    func subscribed(at now: Date) {
+        state.withLock { state in dispatch(state.engine.subscribed(at: now), &state) }
+    }
+
+    /// Lets time pass: deadlines, and a save of the state at most every `saveInterval`. A wall
+    /// clock that stepped since the last event (against `monotonic`) is told to the engine first.
+    func tick(at now: Date, monotonic: ContinuousClock.Instant = .now, saveInterval: Double = 5) {
         let snapshot = state.withLock { state -> JSONValue? in
+            noteClock(now, monotonic, &state)
             dispatch(state.engine.tick(through: now), &state)
             guard store != nil, state.dirty, state.lastSave.map({ now.timeIntervalSince($0) >= saveInterval || now < $0 }) ?? true else {
                 return nil
@@ -104,6 +115,18 @@ final class Bridge: Sendable {
     func flush(at now: Date) -> Bool {
         guard store != nil else { return true }
         return write(state.withLock { takeSnapshot(&$0, at: now) }, at: now)
+    }
+
+    /// Compares the wall clock's progress since the last event with the monotonic clock's: a
+    /// difference beyond `clockStepSeconds` is a step, which the engine takes at once. (On Linux
+    /// `ContinuousClock` is CLOCK_BOOTTIME: a suspended machine's sleep passes on both, no step.)
+    private func noteClock(_ now: Date, _ monotonic: ContinuousClock.Instant, _ state: inout State) {
+        if let last = state.lastEvent {
+            let elapsed = last.monotonic.duration(to: monotonic).components
+            let step = now.timeIntervalSince(last.wall) - (Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+            if abs(step) > Self.clockStepSeconds { dispatch(state.engine.clockStepped(by: step, at: now), &state) }
+        }
+        state.lastEvent = (now, monotonic)
     }
 
     /// Pushes to every sink, diagnostics to the log.

@@ -17,14 +17,14 @@ struct ConfigSummary {
         for widget in flow.widgets {
             let policy = widget.policy
             lines.append("")
-            lines.append("widget \(widget.name) (flow, unit \(widget.unit ?? "none")): pushes at least \(JSONValue.format(policy.minIntervalSeconds))s apart, rates to \(JSONValue.format(policy.rateStep)) with a deadband of \(JSONValue.format(policy.rateDeadband)), totals to \(JSONValue.format(policy.totalStep)) kWh")
+            lines.append("widget \(widget.name) (flow, unit \(widget.unit ?? "none")): pushes at least \(JSONValue.format(policy.minIntervalSeconds))s apart, \(policy.settleSeconds > 0 ? "each once the readings of \(JSONValue.format(policy.settleSeconds))s have settled" : "without settling"), rates to \(JSONValue.format(policy.rateStep)) with a deadband of \(JSONValue.format(policy.rateDeadband)), totals to \(JSONValue.format(policy.totalStep)) kWh\(widget.staleMarker ? "" : "; held slots not marked")")
             for (place, node) in widget.nodes {
                 let title = "  \(place) \(node.name.map { "\"\($0)\"" } ?? "")"
                 lines.append(title)
                 lines.append("      rate  = \(describe(node.rate, sources: sources, place: place))")
                 if let level = node.level { lines.append("      level = \(describe(level, sources: sources))") }
                 if let total = node.total { lines.append("      total = \(describe(total, sources: sources))") }
-                if node.rate != .balance { lines.append("      when stale: \(node.whenStale.rawValue)") }
+                lines.append("      when stale: \(node.whenStale.rawValue)")
             }
         }
         return lines.joined(separator: "\n") + "\n"
@@ -38,7 +38,7 @@ struct ConfigSummary {
         }
         switch rate {
         case .balance:
-            return "balance: Σ inputs + exchange − storage, from fresh readings, at least 0"
+            return "balance: Σ inputs + exchange − storage, at least 0; a stale input counts 0 W, a stale exchange or storage makes it unknown"
         case .sum(let terms):
             let parts = terms.map { term in
                 (term.negated ? "− " : "+ ") + describe(term.source, sources: sources)
@@ -55,7 +55,13 @@ struct ConfigSummary {
         if source.scale != 1 { details.append("× \(JSONValue.format(source.scale))") }
         if source.invert { details.append("inverted") }
         if source.decoder.decimalComma { details.append("decimal comma") }
-        if let stale = source.staleAfterSeconds { details.append("stale after \(JSONValue.format(stale))s") }
+        if let stale = source.staleAfterSeconds {
+            if stale != SourceConfig.defaultStaleAfterSeconds { details.append("stale after \(JSONValue.format(stale))s") }
+        } else {
+            details.append("never stale")
+        }
+        if source.combine == .sum { details.append("sum of its topics") }
+        if source.maxPayloadBytes != SourceConfig.defaultMaxPayloadBytes { details.append("payloads up to \(source.maxPayloadBytes) bytes") }
         return "\(name) [\(details.joined(separator: ", "))]"
     }
 

@@ -357,16 +357,46 @@ struct ConfigLoader {
         let unit = map.value("unit").flatMap { reader.choice($0, map.childPath("unit"), as: SourceUnit.self) } ?? .watt
         let scale = map.number("scale") ?? 1
         if scale == 0 { reader.report(map.childPath("scale"), map.value("scale"), "must not be 0") }
-        let staleAfter = map.duration("stale_after")
-        if let staleAfter, staleAfter <= 0 { reader.report(map.childPath("stale_after"), map.value("stale_after"), "must be longer than 0s") }
+        // `never`: a meter that publishes only on change.
+        var staleAfter: Double? = SourceConfig.defaultStaleAfterSeconds
+        if let node = map.value("stale_after") {
+            if node.scalarValue == "never" {
+                staleAfter = nil
+            } else if let seconds = reader.duration(node, map.childPath("stale_after")) {
+                if seconds <= 0 { reader.report(map.childPath("stale_after"), node, "must be longer than 0s (or never)") }
+                staleAfter = seconds
+            }
+        }
         let maxGap = map.duration("max_gap") ?? SourceConfig.defaultMaxGapSeconds
         let maxPower = map.number("max_power") ?? SourceConfig.defaultMaxPowerW
         if maxPower <= 0 { reader.report(map.childPath("max_power"), map.value("max_power"), "must be more than 0 W") }
+        let combine = map.value("combine").flatMap { reader.choice($0, map.childPath("combine"), as: SourceCombine.self) } ?? .latest
+        if combine == .sum, let topic, topic.isExact {
+            reader.report(map.childPath("combine"), map.value("combine"), "sum adds the topics a wildcard matches; '\(topic)' is one topic (use + or #, or leave combine out)")
+        }
+        let maxPayload = map.value("max_payload").flatMap { byteSize($0, map.childPath("max_payload")) } ?? SourceConfig.defaultMaxPayloadBytes
         guard let topic else { return nil }
         return SourceConfig(
             name: name, topic: topic, decoder: PayloadDecoder(path: path, decimalComma: map.flag("decimal_comma") ?? false),
             unit: unit, scale: scale, invert: map.flag("invert") ?? false, staleAfterSeconds: staleAfter, maxGapSeconds: maxGap,
-            maxPowerW: maxPower)
+            maxPowerW: maxPower, combine: combine, maxPayloadBytes: maxPayload)
+    }
+
+    /// A size in bytes: `65536`, `512B`, `64KiB`, `1MiB` (also `kB` and `MB`, powers of 1000).
+    func byteSize(_ node: YAMLNode, _ path: String) -> Int? {
+        let text = node.scalarValue ?? ""
+        let units: [(String, Double)] = [("KiB", 1024), ("MiB", 1_048_576), ("kB", 1000), ("KB", 1000), ("MB", 1_000_000), ("B", 1)]
+        var number = Substring(text).trimmingSpaces
+        var factor = 1.0
+        if let (suffix, value) = units.first(where: { text.hasSuffix($0.0) }) {
+            number = Substring(text.dropLast(suffix.count)).trimmingSpaces
+            factor = value
+        }
+        guard !node.isNull, let value = Double(number), value.isFinite, value >= 1, (value * factor).rounded() <= Double(Int32.max) else {
+            reader.report(path, node, "'\(text)' is not a size in bytes (write e.g. 65536, 64KiB or 1MiB)")
+            return nil
+        }
+        return Int((value * factor).rounded())
     }
 
     // MARK: widgets
@@ -390,6 +420,7 @@ struct ConfigLoader {
             textColor: map.text("text_color"))
         if let unit = map.text("unit", limit: 32) { widget.unit = unit }
         if let policyNode = map.value("policy") { widget.policy = loadPolicy(policyNode, map.childPath("policy")) }
+        widget.staleMarker = map.flag("stale_marker") ?? true
         guard let flowNode = map.required("flow"), var flow = reader.mapping(flowNode, map.childPath("flow")) else {
             return nil
         }
@@ -426,6 +457,11 @@ struct ConfigLoader {
         guard var map = reader.mapping(node, path) else { return policy }
         defer { map.finish() }
         if let value = map.duration("min_interval") { policy.minIntervalSeconds = value }
+        if let value = map.duration("settle") {
+            // A moment's readings, not a minute's: longer would only make every push late.
+            if value > 60 { reader.report(map.childPath("settle"), map.value("settle"), "must be at most 60s") }
+            policy.settleSeconds = min(value, 60)
+        }
         func nonNegative(_ key: String) -> Double? {
             guard let value = map.number(key) else { return nil }
             if value < 0 { reader.report(map.childPath(key), map.value(key), "must not be negative") }

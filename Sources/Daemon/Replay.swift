@@ -55,14 +55,14 @@ public struct TraceError: Error, Sendable, CustomStringConvertible {
 public struct Replay {
     public private(set) var engine: FlowEngine
     let zone: any LocalTimeZone
-    /// The longest `min_interval` of the widgets: after the last message, replay runs that much
-    /// further so the trailing push of the latest state is not lost.
+    /// The longest `settle` and `min_interval` of the widgets: after the last message, replay runs
+    /// that much further so the settled and the trailing push of the latest state are not lost.
     let drainSeconds: Double
 
     public init(config: FlowConfig, zone: any LocalTimeZone) {
         engine = FlowEngine(config: config, zone: zone)
         self.zone = zone
-        drainSeconds = config.widgets.map(\.policy.minIntervalSeconds).max() ?? 0
+        drainSeconds = config.widgets.map { $0.policy.settleSeconds + $0.policy.minIntervalSeconds }.max() ?? 0
     }
 
     /// Restores the saved day before the first message; throws when the file is not a state to use.
@@ -70,9 +70,11 @@ public struct Replay {
         try store.restore(into: &engine, configPath: configPath, log: log)
     }
 
-    /// Feeds one message; returns every output, in order.
+    /// Feeds one message; returns every output, in order. The first message's time stands for the
+    /// subscription (silent sources are counted from it).
     public mutating func feed(_ message: TraceMessage) -> [FlowEngine.Output] {
-        engine.tick(through: message.at) + engine.receive(topic: message.topic, payload: message.payload, at: message.at)
+        let subscribed = engine.subscribedAt == nil ? engine.subscribed(at: message.at) : []
+        return subscribed + engine.tick(through: message.at) + engine.receive(topic: message.topic, payload: message.payload, at: message.at)
     }
 
     /// After the last message: runs the deadlines of the next `drainSeconds`.

@@ -91,6 +91,8 @@ struct RunCommand {
                         if !dryRun { messages.publish(topic: config.mqtt.statusTopic, payload: "online", qos: 1, retain: true) }
                         // Venus OS publishes nothing until asked: ask at once, not after an interval.
                         for keepalive in bridge.config.keepalives { messages.publish(topic: keepalive.topic) }
+                        // From the first subscription on, a source that never reports is said.
+                        bridge.subscribed(at: Date())
                     case .disconnected(let reason):
                         log.log(.warning, "broker connection: \(reason); reconnecting")
                         status.update { $0.broker = .waiting(cause: client.lastError?.cause ?? reason) }

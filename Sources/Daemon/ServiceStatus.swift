@@ -1,7 +1,7 @@
 import Synchronization
 
 /// The one-line status `systemctl status flowbridge` shows (sd_notify `STATUS=`): the broker
-/// connection and, once connected, how many sources have not sent anything yet.
+/// connection and, once connected, the sources that have sent nothing within their grace.
 struct ServiceStatus: Equatable {
     enum Broker: Equatable {
         case connecting
@@ -14,13 +14,13 @@ struct ServiceStatus: Equatable {
     var address: String
     var broker = Broker.connecting
     var sourceCount: Int
-    /// Sources that have received nothing at all since the start (a typo in a topic shows here).
-    var silentSources: Int
+    /// Sources that sent nothing at all within their grace after the subscription (a typo in a
+    /// topic shows here), by name.
+    var silentSources: [String] = []
 
     init(address: String, sourceCount: Int) {
         self.address = address
         self.sourceCount = sourceCount
-        silentSources = sourceCount
     }
 
     var text: String {
@@ -28,7 +28,8 @@ struct ServiceStatus: Equatable {
         case .connecting: return "connecting to broker \(address)"
         case .waiting(let cause): return "waiting for broker \(address): \(cause)"
         case .connected:
-            let silent = silentSources == 0 ? "" : "; \(silentSources) of \(sourceCount) source\(sourceCount == 1 ? "" : "s") silent so far"
+            let silent = silentSources.isEmpty
+                ? "" : "; \(silentSources.count) of \(sourceCount) source\(sourceCount == 1 ? "" : "s") silent: \(silentSources.joined(separator: ", "))"
             return "connected to \(address)\(silent)"
         }
     }

@@ -59,6 +59,19 @@ public struct EnergyTotal: Sendable, Equatable {
         lastSample = RateSample(at: instant, rateW: rateW)
     }
 
+    /// Ends the current segment without counting it: the rate was unknown from here (a balance with
+    /// a stale term), or the clock stepped. Counting starts again at the next known rate.
+    public mutating func interrupt() {
+        lastSample = nil
+    }
+
+    /// The wall clock stepped by `seconds` without that time passing: nothing is counted across the
+    /// step, and a counter's next rise is judged against the time that really passed.
+    mutating func clockStepped(by seconds: Double) {
+        interrupt()
+        counter?.lastAt?.addTimeInterval(seconds)
+    }
+
     /// ∫ max(r, 0) dt over a segment where r moves linearly from `r0` to `r1`.
     static func positivePart(from r0: Double, to r1: Double, seconds: Double) -> Double {
         if r0 >= 0, r1 >= 0 { return (r0 + r1) / 2 * seconds }
@@ -68,11 +81,16 @@ public struct EnergyTotal: Sendable, Equatable {
     }
 
     /// Takes a reading of the device's counter (kWh); `maxPowerW` bounds how fast it can rise.
-    public mutating func read(counterKWh value: Double, at now: Date, maxPowerW: Double = SourceConfig.defaultMaxPowerW) {
-        guard var track = counter else { return }
-        track.read(value, at: now, maxPowerW: maxPowerW)
+    /// Returns the recount, when this reading confirmed one, for the log.
+    @discardableResult
+    public mutating func read(
+        counterKWh value: Double, at now: Date, maxPowerW: Double = SourceConfig.defaultMaxPowerW
+    ) -> CounterTrack.Recount? {
+        guard var track = counter else { return nil }
+        let recount = track.read(value, at: now, maxPowerW: maxPowerW)
         counter = track
         energyKWh = max(energyKWh, track.todayKWh)
+        return recount
     }
 
     /// Ends the day at `boundary` (local midnight) and starts the next one at 0. An integrating
@@ -129,6 +147,23 @@ public struct CounterTrack: Sendable, Equatable {
         self.assumedFrom = assumedFrom
     }
 
+    /// A counter that moved for good in a way no energy explains, confirmed by the reading after it.
+    public struct Recount: Sendable, Equatable {
+        public enum Kind: Sendable, Equatable {
+            /// It went back: the device restarted (or was reset) and counts again.
+            case reset
+            /// It jumped further than `max_power` could explain: a swapped meter, a reboot that
+            /// read the meter again.
+            case jump
+        }
+
+        public var kind: Kind
+        public var fromKWh: Double
+        public var toKWh: Double
+        /// Energy counted today before the recount, which is kept.
+        public var keptKWh: Double
+    }
+
     public var todayKWh: Double {
         guard let baseline, let last else { return carried }
         // An assumed daily value that has not moved yet may be yesterday's: not shown until it does.
@@ -139,7 +174,7 @@ public struct CounterTrack: Sendable, Equatable {
     /// A drop smaller than this is noise of the device's number formatting, not a reset.
     static func noise(at value: Double) -> Double { 0.001 + abs(value) * 1e-6 }
 
-    mutating func read(_ value: Double, at now: Date, maxPowerW: Double) {
+    mutating func read(_ value: Double, at now: Date, maxPowerW: Double) -> Recount? {
         guard let previous = last else {
             // First reading: a daily counter holds today's energy (assumed: see `assumedFrom`); a
             // lifetime counter counts from here.
@@ -148,20 +183,20 @@ public struct CounterTrack: Sendable, Equatable {
                 if restartsFromZero { assumedFrom = value }
             }
             accept(value, at: now)
-            return
+            return nil
         }
         let drop = isDrop(from: previous, to: value)
         guard drop || isImplausibleRise(from: previous, to: value, at: now, maxPowerW: maxPowerW) else {
             suspect = nil
             accept(max(previous, value), at: now)
-            return
+            return nil
         }
         // One odd sample: wait for the next, which has to carry on from it.
         guard let candidate = suspect, value >= candidate - Self.noise(at: candidate),
             !isImplausibleRise(from: candidate, to: value, at: now, maxPowerW: maxPowerW)
         else {
             suspect = value
-            return
+            return nil
         }
         // Confirmed: the device restarted (a drop) or its count moved for good (a swap, a reboot
         // that read the meter again). What was counted stays; counting goes on from the new value,
@@ -171,6 +206,7 @@ public struct CounterTrack: Sendable, Equatable {
         assumedFrom = nil
         suspect = nil
         accept(value, at: now)
+        return Recount(kind: drop ? .reset : .jump, fromKWh: previous, toKWh: candidate, keptKWh: carried)
     }
 
     private mutating func accept(_ value: Double, at now: Date) {

@@ -21,9 +21,12 @@ extension FlowEngine {
         }
         var readings: [String: JSONValue] = [:]
         for source in sources {
-            if let reading = source.reading {
-                readings[source.config.name] = ["value": .number(reading.value), "t": .number(reading.at.timeIntervalSince1970)]
+            guard let reading = source.reading else { continue }
+            var entry: [String: JSONValue] = ["value": .number(reading.value), "t": .number(reading.at.timeIntervalSince1970)]
+            if source.config.combine == .sum {
+                entry["topics"] = .object(source.topics.mapValues { ["value": .number($0.value), "t": .number($0.at.timeIntervalSince1970)] })
             }
+            readings[source.config.name] = .object(entry)
         }
         state["readings"] = .object(readings)
         var totals: [String: JSONValue] = [:]
@@ -67,16 +70,38 @@ extension FlowEngine {
         // Nothing in a state can be later than the end of its day.
         let times = Self.plausibleSeconds.lowerBound...(restoredDay?.end.timeIntervalSince1970 ?? Self.plausibleSeconds.upperBound)
         var restoredSources = sources
+        func reading(_ json: JSONValue, of source: SourceConfig) -> Reading? {
+            guard let number = json["value"]?.numberValue, let at = json["t"]?.numberValue, times.contains(at),
+                Self.isPlausible(number, for: source)
+            else { return nil }
+            return Reading(value: number, at: Date(timeIntervalSince1970: at))
+        }
         for (name, value) in state["readings"]?.objectValue ?? [:] {
             guard let position = restoredSources.firstIndex(where: { $0.config.name == name }) else { continue }
             let source = restoredSources[position].config
-            guard let number = value["value"]?.numberValue, let at = value["t"]?.numberValue, times.contains(at),
-                Self.isPlausible(number, for: source)
-            else {
-                skip("the reading of '\(name)'")
-                continue
+            if source.combine == .sum {
+                // Per topic, each with its own age; a reading saved as one number (the source was
+                // `combine: latest`) says nothing about its topics and is left out.
+                guard let topics = value["topics"]?.objectValue else { continue }
+                var parts: [String: Reading] = [:]
+                // A topic the filter no longer matches belongs to an older config: left out quietly.
+                for (topic, entry) in topics.prefix(SourceState.maxTopics) where source.topic.matches(topic) {
+                    guard let part = reading(entry, of: source) else {
+                        skip("the reading of '\(name)' from \(topic)")
+                        continue
+                    }
+                    parts[topic] = part
+                }
+                restoredSources[position].topics = parts
+                restoredSources[position].recombine()
+            } else {
+                guard let restored = reading(value, of: source) else {
+                    skip("the reading of '\(name)'")
+                    continue
+                }
+                restoredSources[position].reading = restored
             }
-            restoredSources[position].reading = Reading(value: number, at: Date(timeIntervalSince1970: at))
+            restoredSources[position].lastValueAt = restoredSources[position].reading?.at
         }
         var restoredWidgets = widgets
         let saved = state["totals"]?.objectValue ?? [:]

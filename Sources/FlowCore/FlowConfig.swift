@@ -42,6 +42,15 @@ public enum SourceUnit: String, Sendable, CaseIterable {
     }
 }
 
+/// How a source with a wildcard topic reads the messages of its several topics.
+public enum SourceCombine: String, Sendable, CaseIterable {
+    /// One number: the latest message of any matching topic.
+    case latest
+    /// The sum of the latest reading of each matching topic, each with its own staleness (two
+    /// inverters under `solar/+/0/power`).
+    case sum
+}
+
 /// One number flowbridge reads, by name.
 public struct SourceConfig: Sendable, Equatable {
     public var name: String
@@ -52,7 +61,8 @@ public struct SourceConfig: Sendable, Equatable {
     public var scale: Double
     /// Flip the sign: for devices whose convention is the widget's opposite (evcc's battery).
     public var invert: Bool
-    /// A reading older than this is stale (seconds); nil: never.
+    /// A reading older than this is stale (seconds); nil: never (`stale_after: never`, for meters
+    /// that publish only on change).
     public var staleAfterSeconds: Double?
     /// Integration never spans a longer silence than this (seconds).
     public var maxGapSeconds: Double
@@ -60,14 +70,24 @@ public struct SourceConfig: Sendable, Equatable {
     /// counter that rises faster waits for the next reading to confirm it. A home's connection is
     /// far below the default; a larger site says so with `max_power`.
     public var maxPowerW: Double
+    /// How the messages of a wildcard topic make one number.
+    public var combine: SourceCombine
+    /// A bigger payload is counted and logged, never parsed: no meter writes 64 KiB for one number.
+    public var maxPayloadBytes: Int
 
+    public static let defaultStaleAfterSeconds = 600.0
     public static let defaultMaxGapSeconds = 300.0
     public static let defaultMaxPowerW = 100_000.0
+    public static let defaultMaxPayloadBytes = 65_536
+    /// How long a source with `stale_after: never` may stay silent after the subscription before
+    /// the log asks about it.
+    public static let neverStaleSilenceSeconds = 60.0
 
     public init(
         name: String, topic: TopicFilter, decoder: PayloadDecoder = PayloadDecoder(), unit: SourceUnit = .watt,
-        scale: Double = 1, invert: Bool = false, staleAfterSeconds: Double? = nil,
-        maxGapSeconds: Double = SourceConfig.defaultMaxGapSeconds, maxPowerW: Double = SourceConfig.defaultMaxPowerW
+        scale: Double = 1, invert: Bool = false, staleAfterSeconds: Double? = SourceConfig.defaultStaleAfterSeconds,
+        maxGapSeconds: Double = SourceConfig.defaultMaxGapSeconds, maxPowerW: Double = SourceConfig.defaultMaxPowerW,
+        combine: SourceCombine = .latest, maxPayloadBytes: Int = SourceConfig.defaultMaxPayloadBytes
     ) {
         self.name = name
         self.topic = topic
@@ -78,11 +98,17 @@ public struct SourceConfig: Sendable, Equatable {
         self.staleAfterSeconds = staleAfterSeconds
         self.maxGapSeconds = maxGapSeconds
         self.maxPowerW = maxPowerW
+        self.combine = combine
+        self.maxPayloadBytes = maxPayloadBytes
     }
 
     /// The longest silence a total integrates across: `max_gap`, or `stale_after` when shorter (a
     /// reading the widget no longer shows is no energy either).
     public var integrationGapSeconds: Double { min(maxGapSeconds, staleAfterSeconds ?? .infinity) }
+
+    /// How long the source may send nothing at all after the subscription before the log asks
+    /// about it: its `stale_after`, or a minute for a source that never turns stale.
+    public var silenceGraceSeconds: Double { staleAfterSeconds ?? Self.neverStaleSilenceSeconds }
 
     /// The reading in flowbridge's units with the widget's sign.
     public func convert(_ raw: Double) -> Double {
@@ -106,7 +132,8 @@ public struct RateTerm: Sendable, Equatable {
 public enum RateSpec: Sendable, Equatable {
     /// The sum of these sources' readings.
     case sum([RateTerm])
-    /// Output only: Σ inputs + exchange − storage, from fresh readings.
+    /// Output only: Σ inputs + exchange − storage; a stale input counts 0 W, a stale exchange or
+    /// storage makes it unknown (the output then follows its `when_stale`).
     case balance
 }
 
@@ -183,16 +210,20 @@ public struct PatchPolicyConfig: Sendable, Equatable {
     public var totalStep: Double
     /// Levels are rounded to a multiple of this (%).
     public var levelStep: Double
+    /// Readings within this many seconds of the first of a burst make one push, computed when the
+    /// window closes: meters of one moment publish milliseconds to a second apart. 0: off.
+    public var settleSeconds: Double
 
     public init(
         minIntervalSeconds: Double = 10, rateStep: Double = 10, rateDeadband: Double = 20, totalStep: Double = 0.1,
-        levelStep: Double = 1
+        levelStep: Double = 1, settleSeconds: Double = 2
     ) {
         self.minIntervalSeconds = minIntervalSeconds
         self.rateStep = rateStep
         self.rateDeadband = rateDeadband
         self.totalStep = totalStep
         self.levelStep = levelStep
+        self.settleSeconds = settleSeconds
     }
 }
 
@@ -206,11 +237,13 @@ public struct FlowWidgetConfig: Sendable, Equatable {
     public var storage: NodeConfig?
     public var exchange: NodeConfig?
     public var policy: PatchPolicyConfig
+    /// While a held slot is stale its node turns gray and the subtitle names the silent meters.
+    public var staleMarker: Bool
 
     public init(
         name: String, shared: SharedContent = SharedContent(), unit: String? = "W", inputs: [NodeConfig] = [],
         output: NodeConfig? = nil, storage: NodeConfig? = nil, exchange: NodeConfig? = nil,
-        policy: PatchPolicyConfig = PatchPolicyConfig()
+        policy: PatchPolicyConfig = PatchPolicyConfig(), staleMarker: Bool = true
     ) {
         self.name = name
         self.shared = shared
@@ -220,6 +253,7 @@ public struct FlowWidgetConfig: Sendable, Equatable {
         self.storage = storage
         self.exchange = exchange
         self.policy = policy
+        self.staleMarker = staleMarker
     }
 
     /// Every configured node with its place, in document order.

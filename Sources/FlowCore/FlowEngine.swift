@@ -5,8 +5,9 @@ import FoundationEssentials
 /// A pure state machine in the style of mqtt-nio's: it never reads a clock, a file or a socket.
 /// Every input carries its time and every output is a value for the caller to act on, which is what
 /// makes replay deterministic and midnight and DST testable. The caller delivers messages with
-/// `receive`, and calls `tick` at `nextDeadline` (staleness, trailing pushes, local midnight) even
-/// when no message arrives.
+/// `receive`, and calls `tick` at `nextDeadline` (staleness, settled bursts, trailing pushes, local
+/// midnight) even when no message arrives; the daemon also says when it subscribed
+/// (`subscribed(at:)`) and when the wall clock stepped (`clockStepped(by:at:)`).
 public struct FlowEngine: Sendable {
     public enum Output: Sendable, Equatable {
         /// Send this to the widget.
@@ -32,17 +33,10 @@ public struct FlowEngine: Sendable {
         public var readings = 0
         public var noReading = 0
         public var rejected = 0
-    }
-
-    struct SourceState: Sendable {
-        let config: SourceConfig
-        var reading: Reading?
-        var stats = SourceStats()
-
-        func isStale(at now: Date) -> Bool {
-            guard let staleAfter = config.staleAfterSeconds, let reading else { return false }
-            return now.timeIntervalSince(reading.at) >= staleAfter
-        }
+        /// Payloads beyond `max_payload`: counted, never parsed.
+        public var oversized = 0
+        /// JSON messages without the source's field (a topic that carries several kinds of messages).
+        public var withoutField = 0
     }
 
     struct Term: Sendable {
@@ -73,6 +67,11 @@ public struct FlowEngine: Sendable {
         let integrateOn: [Int: [Int]]
         /// Every source the widget reads.
         let reads: Set<Int>
+        /// The derived output's node, if the widget has one.
+        let balanceNode: Int?
+        /// The balance the last time it was known: what the output keeps showing with
+        /// `when_stale: hold` while a stale exchange or storage makes it unknown.
+        var lastKnownBalance: Double?
     }
 
     public let config: FlowConfig
@@ -81,18 +80,31 @@ public struct FlowEngine: Sendable {
     let exactTopics: [String: [Int]]
     let wildcardTopics: [(filter: TopicFilter, source: Int)]
     var widgets: [WidgetState]
+    /// Per widget: whether the output's clamp at 0 persists (a wrong sign) or was a moment's
+    /// (meters apart). Beside the widgets, not in them, so that recording one while a widget's
+    /// content is being made copies nothing.
+    var clampWatches: [ClampWatch]
     var limiter = DiagnosticLimiter()
     /// The local day the totals count; nil until the first event.
     public internal(set) var day: LocalDay?
     public private(set) var lastClosedDay: ClosedDay?
-    /// The time of the latest event: deadlines are what comes after it.
-    public private(set) var clock: Date?
+    /// Which event times are believed (late ones, and ones far ahead, wait for confirmation).
+    var timeline = EventTimeline()
+    /// When the daemon's first subscription was in place: a source's silence counts from here.
+    public private(set) var subscribedAt: Date?
+    /// A jump ahead onto a later local day longer than this needs confirming: the longest `max_gap`
+    /// of the sources, a silence no total integrates across. A shorter one is an ordinary midnight.
+    let jumpSeconds: Double
+
+    /// The time of the latest event taken: deadlines are what comes after it.
+    public var clock: Date? { timeline.latest }
 
     /// Builds an engine for a config the Daemon has checked: every name a node refers to exists.
     public init(config: FlowConfig, zone: any LocalTimeZone) {
         self.config = config
         self.zone = zone
         sources = config.sources.map { SourceState(config: $0) }
+        jumpSeconds = config.sources.map(\.maxGapSeconds).max() ?? SourceConfig.defaultMaxGapSeconds
         var index: [String: Int] = [:]
         var exact: [String: [Int]] = [:]
         var wildcard: [(TopicFilter, Int)] = []
@@ -126,7 +138,8 @@ public struct FlowEngine: Sendable {
                     integrateOn[source, default: []].append(position)
                 }
             }
-            if let balance = nodes.firstIndex(where: \.isBalance) {
+            let balance = nodes.firstIndex(where: \.isBalance)
+            if let balance {
                 let old = nodes[balance]
                 nodes[balance] = NodeState(
                     place: old.place, config: old.config, terms: [], level: nil, counter: old.counter,
@@ -136,78 +149,154 @@ public struct FlowEngine: Sendable {
             let reads = rateSources.union(nodes.compactMap(\.level)).union(nodes.compactMap(\.counter))
             return WidgetState(
                 config: widget, nodes: nodes, policy: PatchPolicy(config: widget.policy), integrateOn: integrateOn,
-                reads: reads)
+                reads: reads, balanceNode: balance)
         }
+        clampWatches = Array(repeating: ClampWatch(), count: widgets.count)
     }
 
     // MARK: - Inputs
 
-    /// Takes one MQTT message received at `now`.
+    /// Takes one MQTT message received at `time`.
     ///
     /// A `retained` message is the broker's copy of an old publish, hours old perhaps: it counts as
     /// already stale for a source with `stale_after` (its first live update refreshes it), though
     /// never older than a reading already taken (the broker re-sends it on every reconnect), and
     /// nothing is integrated from it. (The daemon passes false when MQTT 5 message expiry vouches
-    /// for it.)
-    public mutating func receive(topic: String, payload: [UInt8], at now: Date, retained: Bool = false) -> [Output] {
+    /// for it.) A message dated before the latest event is late: its reading may show, it counts
+    /// no energy; one dated far ahead on a later day is ignored until the next events confirm it.
+    public mutating func receive(topic: String, payload: [UInt8], at time: Date, retained: Bool = false) -> [Output] {
         var out: [Output] = []
-        clock = now
-        advanceDay(to: now, into: &out)
+        let verdict = timeline.classify(time, dayEnd: day?.end, jumpSeconds: jumpSeconds)
+        guard let now = take(time, verdict, into: &out) else { return out }
         var matched = exactTopics[topic] ?? []
         for (filter, source) in wildcardTopics where filter.matches(topic) { matched.append(source) }
+        let kind: ReadingKind = verdict == .late ? .late : retained ? .retained : .live
         // Every source the message feeds reads first (one Tasmota payload can hold the power and
         // the day's energy), then the totals move, all with the same readings.
-        let accepted = matched.filter { accept(payload, for: $0, at: now, retained: retained, into: &out) }
+        let accepted = matched.filter { accept(payload, topic: topic, for: $0, at: now, kind: kind, into: &out) }
         var touched: Set<Int> = []
         for source in accepted {
             for (position, widget) in widgets.enumerated() where widget.reads.contains(source) {
-                account(source, in: position, at: now, integrating: !retained)
+                if kind != .late { account(source, in: position, at: now, integrating: kind == .live, into: &out) }
                 touched.insert(position)
             }
         }
-        for position in touched.sorted() { offer(position, at: now, urgent: false, into: &out) }
+        // A late reading shows as of the latest event: no push is stamped back in time.
+        let shownAt = kind == .late ? clock ?? now : now
+        for position in touched.sorted() {
+            if widgets[position].policy.readingArrived(at: shownAt) {
+                offer(position, at: shownAt, urgent: false, into: &out)
+            } else {
+                noteBalance(of: position, at: shownAt)
+            }
+        }
         return out
     }
 
-    /// Lets time pass: stale readings, held-back pushes and local midnight take effect.
-    public mutating func tick(at now: Date) -> [Output] {
+    /// Lets time pass: stale readings, settled bursts, held-back pushes, silent sources and local
+    /// midnight take effect.
+    public mutating func tick(at time: Date) -> [Output] {
         var out: [Output] = []
-        clock = now
-        advanceDay(to: now, into: &out)
+        let verdict = timeline.classify(time, dayEnd: day?.end, jumpSeconds: jumpSeconds)
+        guard let now = take(time, verdict, into: &out), verdict != .late else { return out }
+        interruptUnknownBalances(at: now)
+        reportSilentSources(at: now, into: &out)
         for position in widgets.indices { offer(position, at: now, urgent: false, into: &out) }
         return out
     }
 
     /// Ticks at every deadline up to and including `end`, in order: what a live clock would have
-    /// done between two events.
+    /// done between two events. An `end` before the latest event, or far ahead on a later day, runs
+    /// nothing until a later event confirms the clock moved (replay ticks through each message's
+    /// time before taking the message, so one line dated tomorrow must not close today).
     public mutating func tick(through end: Date) -> [Output] {
+        var out: [Output] = []
+        let verdict = timeline.classify(end, dayEnd: day?.end, jumpSeconds: jumpSeconds)
+        switch verdict {
+        case .late, .ahead:
+            _ = take(end, verdict, into: &out)
+            return out
+        case .stepped:
+            return tick(at: end)
+        case .onTime:
+            break
+        }
         // Before the first event (a fresh or restored engine) nothing is due yet; after a clock
         // that jumped days ahead, one tick closes the days at once instead of one by one.
         guard let clock, let day, end.timeIntervalSince(max(clock, day.end)) < 3 * 86_400 else {
             return tick(at: end)
         }
-        var outputs: [Output] = []
         while let deadline = nextDeadline, deadline <= end {
-            outputs += tick(at: deadline)
+            out += tick(at: deadline)
         }
-        return outputs
+        timeline.take(end, .onTime)
+        return out
     }
 
-    /// When the engine next needs a `tick`, if nothing arrives before: the end of a held-back
-    /// push's interval, a reading turning stale, or local midnight.
-    /// Asked before every message, so it allocates nothing.
+    /// The daemon's subscription is in place (its first successful connection): from `now` on, a
+    /// source that sends nothing at all within its `stale_after` (60 s for `stale_after: never`)
+    /// is warned about once, naming its topic: a typo, an unplugged meter. Later calls change
+    /// nothing. Returns what falls due up to `now`.
+    public mutating func subscribed(at now: Date) -> [Output] {
+        if subscribedAt == nil { subscribedAt = now }
+        return tick(through: now)
+    }
+
+    /// Sources that have sent nothing at all since the subscription, past their grace: for the
+    /// daemon's status line.
+    public var silentSources: [String] {
+        sources.filter { $0.reportedSilent && !$0.heard }.map(\.config.name)
+    }
+
+    /// The wall clock stepped by `seconds` (ahead when positive) without that time passing: the
+    /// daemon saw its wall clock move differently from its monotonic clock. Believed at once:
+    /// nothing is integrated across the step; the ages of readings, the silence of sources and the
+    /// policies' intervals count what really passed; the day follows the clock (a step ahead past
+    /// midnight closes the day, a step back past it counts on under the earlier date).
+    public mutating func clockStepped(by seconds: Double, at now: Date) -> [Output] {
+        var out: [Output] = []
+        for position in sources.indices { sources[position].shift(by: seconds) }
+        for position in widgets.indices {
+            widgets[position].policy.shift(by: seconds)
+            clampWatches[position].reset()
+            for node in widgets[position].nodes.indices { widgets[position].nodes[node].total?.clockStepped(by: seconds) }
+        }
+        subscribedAt = subscribedAt?.addingTimeInterval(seconds)
+        timeline.reset(to: now)
+        out.append(.diagnostic(Diagnostic(
+            .warning,
+            "the system clock stepped \(seconds > 0 ? "ahead" : "back") by \(durationText(seconds: seconds)) (now \(zone.clockText(at: now, withSeconds: true)) \(zone.identifier)); no energy is counted across the step"
+        )))
+        advanceDay(to: now, into: &out)
+        for position in widgets.indices { offer(position, at: now, urgent: false, into: &out) }
+        return out
+    }
+
+    /// When the engine next needs a `tick`, if nothing arrives before: a settled burst, the end of
+    /// a held-back push's interval, a reading turning stale, a silent source's grace, or local
+    /// midnight. Asked before every message, so it allocates nothing.
     public var nextDeadline: Date? {
         var next: Date?
+        let clock = self.clock
         func consider(_ deadline: Date) {
             if clock.map({ deadline > $0 }) ?? true, next.map({ deadline < $0 }) ?? true { next = deadline }
         }
-        for widget in widgets {
-            if let deadline = widget.policy.deadline { consider(deadline) }
+        // By index, property by property: copies of the widgets' and sources' states would retain
+        // and release all of them, per message.
+        for position in widgets.indices {
+            if let deadline = widgets[position].policy.deadline { consider(deadline) }
         }
         if let day { consider(day.end) }
-        for source in sources {
-            if let staleAfter = source.config.staleAfterSeconds, let reading = source.reading {
-                consider(reading.at.addingTimeInterval(staleAfter))
+        for position in sources.indices {
+            if let subscribedAt, !sources[position].heard, !sources[position].reportedSilent {
+                consider(subscribedAt.addingTimeInterval(sources[position].config.silenceGraceSeconds))
+            }
+            guard let staleAfter = sources[position].config.staleAfterSeconds, let reading = sources[position].reading else { continue }
+            consider(reading.at.addingTimeInterval(staleAfter))
+            // A retained copy is stale at once but marked only once a live update is overdue.
+            if let heard = sources[position].lastValueAt, heard > reading.at { consider(heard.addingTimeInterval(staleAfter)) }
+            if sources[position].config.combine == .sum {
+                for part in sources[position].topics.values { consider(part.at.addingTimeInterval(staleAfter)) }
             }
         }
         return next
@@ -225,7 +314,8 @@ public struct FlowEngine: Sendable {
         Dictionary(uniqueKeysWithValues: sources.map { ($0.config.name, $0.stats) })
     }
 
-    /// The latest reading of each source that has one.
+    /// The latest reading of each source that has one (for `combine: sum`, the sum of its topics'
+    /// as of the latest of them).
     public var readings: [String: Reading] {
         var all: [String: Reading] = [:]
         for source in sources { all[source.config.name] = source.reading }
@@ -233,224 +323,52 @@ public struct FlowEngine: Sendable {
     }
 
     /// Takes over what the widgets of `old` (the engine of a config being reloaded) were sent, for
-    /// widgets of the same name: the next push is a patch from what each widget shows.
+    /// widgets of the same name: the next push is a patch from what each widget shows. And what
+    /// `old` knew of the connection: when it subscribed, and which sources of the same name spoke.
     public mutating func adoptDeliveries(from old: FlowEngine) {
         for position in widgets.indices {
             if let previous = old.widgets.first(where: { $0.config.name == widgets[position].config.name }) {
                 widgets[position].policy.adopt(previous.policy)
+                widgets[position].lastKnownBalance = previous.lastKnownBalance
+            }
+        }
+        subscribedAt = old.subscribedAt
+        for position in sources.indices {
+            if let previous = old.sources.first(where: { $0.config.name == sources[position].config.name }) {
+                sources[position].adoptSession(from: previous)
             }
         }
     }
 
-    // MARK: - Readings
+    // MARK: - Time
 
-    /// Plausible energy counters: anything beyond is a broken device or a wrong unit.
-    static let maxEnergyKWh = 1_000_000_000.0
-
-    /// Decodes a payload into the source's reading. Returns false when it held no usable number.
-    mutating func accept(_ payload: [UInt8], for position: Int, at now: Date, retained: Bool, into out: inout [Output]) -> Bool {
-        let source = sources[position].config
-        let problem: String
-        switch source.decoder.decode(payload) {
-        case .noReading:
-            sources[position].stats.noReading += 1
-            return false
-        case .invalid(let why):
-            problem = why
-        case .value(let raw):
-            let value = source.convert(raw)
-            switch source.unit.quantity {
-            case .power where abs(value) > source.maxPowerW:
-                problem = "\(JSONValue.format(value.rounded())) W is beyond the source's max_power (\(JSONValue.format(source.maxPowerW)) W)"
-            case .energy where value < 0 || value > Self.maxEnergyKWh:
-                problem = "\(JSONValue.format(value)) kWh is not a plausible energy counter"
-            case .level where !(0...100).contains(value):
-                problem = "\(JSONValue.format(value)) % is outside 0…100"
-            default:
-                var at = now
-                if retained {
-                    // The broker re-sends its retained copy on every reconnect: a fresh reading
-                    // is newer than it. Otherwise the copy may be hours old: stale at once.
-                    if sources[position].reading != nil, !sources[position].isStale(at: now) { return false }
-                    at = now.addingTimeInterval(-(source.staleAfterSeconds ?? 0))
-                }
-                sources[position].reading = Reading(value: value, at: at)
-                sources[position].stats.readings += 1
-                return true
-            }
-        }
-        sources[position].stats.rejected += 1
-        let count = sources[position].stats.rejected
-        note(.warning, key: "reject:\(source.name)", at: now, into: &out) {
-            "source '\(source.name)' (topic \(source.topic)): \(problem); reading ignored (\(count) so far)"
-        }
-        return false
-    }
-
-    /// Brings the totals of widget `position` up to date with a new reading of `source`.
-    mutating func account(_ source: Int, in position: Int, at now: Date, integrating: Bool) {
-        for node in integrating ? widgets[position].integrateOn[source] ?? [] : [] {
-            let state = widgets[position].nodes[node]
-            guard let rate = rate(of: state, in: widgets[position], at: now) else { continue }
-            widgets[position].nodes[node].total?.integrate(rateW: rate, at: now, maxGapSeconds: state.maxGapSeconds)
-        }
-        guard let reading = sources[source].reading else { return }
-        for node in widgets[position].nodes.indices where widgets[position].nodes[node].counter == source {
-            widgets[position].nodes[node].total?.read(counterKWh: reading.value, at: now, maxPowerW: sources[source].config.maxPowerW)
-        }
-    }
-
-    // MARK: - Rates
-
-    /// The sum of a node's terms; nil while one of them has never read. Stale terms follow the
-    /// node's `when_stale`, or count as 0 when `freshOnly` (the balance).
-    func sum(of node: NodeState, at now: Date, freshOnly: Bool) -> Double? {
-        var sum = 0.0
-        for term in node.terms {
-            guard let reading = sources[term.source].reading else { return nil }
-            if sources[term.source].isStale(at: now) {
-                if freshOnly { continue }
-                switch node.config.whenStale {
-                case .hold: break
-                case .zero: continue
-                case .clear: return nil
+    /// Applies the timeline's verdict on an event at `time`. Returns the time to take it at, or nil
+    /// when the event is ignored (far ahead, unconfirmed).
+    mutating func take(_ time: Date, _ verdict: EventTimeline.Verdict, into out: inout [Output]) -> Date? {
+        let latest = timeline.latest
+        let now = timeline.effectiveTime(time, verdict)
+        timeline.take(time, verdict)
+        switch verdict {
+        case .onTime:
+            advanceDay(to: now, into: &out)
+        case .late:
+            break
+        case .ahead(let first):
+            if first, let latest {
+                let zone = self.zone
+                note(.warning, key: "clock-ahead", at: latest, into: &out) {
+                    "an event dated \(zone.clockText(at: now, withSeconds: true)) is \(durationText(seconds: now.timeIntervalSince(latest))) after the latest (\(zone.clockText(at: latest, withSeconds: true))), on a later day: ignored unless the next events confirm that the clock moved on"
                 }
             }
-            sum += term.sign * reading.value
-        }
-        return sum
-    }
-
-    /// The rate a node shows (before quantizing), or nil when it is not drawn.
-    func rate(of node: NodeState, in widget: WidgetState, at now: Date) -> Double? {
-        value(of: node, in: widget, at: now).map { node.isMagnitude ? max(0, $0.raw) : $0.raw }
-    }
-
-    /// A node's signed value before the slot's clamp (the sum of its terms, or the raw balance
-    /// with its parts), or nil when it is not drawn: what both the rate and the sign checks read.
-    func value(of node: NodeState, in widget: WidgetState, at now: Date) -> (raw: Double, parts: BalanceParts?)? {
-        if node.isBalance { return balance(of: widget, at: now).map { ($0.raw, $0) } }
-        return sum(of: node, at: now, freshOnly: false).map { ($0, nil) }
-    }
-
-    typealias BalanceParts = (raw: Double, inputs: Double, exchange: Double, storage: Double)
-
-    /// Σ inputs + exchange − storage from fresh readings, with its parts; nil until every measured
-    /// node has read once.
-    func balance(of widget: WidgetState, at now: Date) -> BalanceParts? {
-        var parts: BalanceParts = (0, 0, 0, 0)
-        for node in widget.nodes where !node.isBalance {
-            guard let sum = sum(of: node, at: now, freshOnly: true) else { return nil }
-            switch node.place.slot {
-            case .inputs: parts.inputs += max(0, sum)
-            case .exchange: parts.exchange = sum
-            case .storage: parts.storage = sum
-            case .output: break
+            return nil
+        case .stepped(let from):
+            let zone = self.zone
+            note(.warning, key: "clock-step", at: now, into: &out) {
+                "the clock moved \(now > from ? "ahead" : "back") from \(zone.clockText(at: from, withSeconds: true)) to \(zone.clockText(at: now, withSeconds: true)) (\(zone.identifier)), confirmed by the events since; no energy is counted across the step"
             }
+            advanceDay(to: now, into: &out)
         }
-        parts.raw = parts.inputs + parts.exchange - parts.storage
-        return parts
-    }
-
-    // MARK: - Documents
-
-    /// The widget's content now, quantized per its policy.
-    mutating func content(of position: Int, at now: Date, into out: inout [Output]) -> FlowContent {
-        let widget = widgets[position]
-        let policy = widget.config.policy
-        var content = FlowContent(shared: widget.config.shared, unit: widget.config.unit)
-        for node in widget.nodes {
-            guard let value = value(of: node, in: widget, at: now) else { continue }
-            checkSigns(of: node, value: value, in: widget, at: now, into: &out)
-            let rate = node.isMagnitude ? max(0, value.raw) : value.raw
-            var total: Double?
-            if let energy = node.total, energy.counter?.last != nil || energy.direction != nil {
-                total = PatchPolicy.quantize(energy.energyKWh, step: policy.totalStep)
-            }
-            var level: Double?
-            if let source = node.level, let reading = sources[source].reading {
-                level = min(100, max(0, PatchPolicy.quantize(reading.value, step: policy.levelStep)))
-            }
-            let shown = FlowNode(
-                name: node.config.name, rate: PatchPolicy.quantize(rate, step: policy.rateStep), total: total,
-                level: level, icon: node.config.icon, color: node.config.color)
-            switch node.place {
-            case .input: content.inputs = (content.inputs ?? []) + [shown]
-            case .output: content.output = shown
-            case .storage: content.storage = shown
-            case .exchange: content.exchange = shown
-            }
-        }
-        return content
-    }
-
-    /// Says so when a sign is probably wrong: an input that reads clearly negative, or a balance
-    /// that only a flipped exchange or storage could make positive.
-    mutating func checkSigns(
-        of node: NodeState, value: (raw: Double, parts: BalanceParts?), in widget: WidgetState, at now: Date,
-        into out: inout [Output]
-    ) {
-        let name = widget.config.name
-        if let parts = value.parts {
-            let gross = parts.inputs + abs(parts.exchange) + abs(parts.storage)
-            guard -parts.raw > max(50, 0.05 * gross) else { return }
-            var suspects: [String] = []
-            if parts.exchange != 0, parts.inputs - parts.exchange - parts.storage >= 0 { suspects.append(describe(.exchange, in: widget)) }
-            if parts.storage != 0, parts.inputs + parts.exchange + parts.storage >= 0 { suspects.append(describe(.storage, in: widget)) }
-            let hint = suspects.isEmpty
-                ? "check the signs of the exchange and the storage"
-                : "a sign is probably wrong: \(suspects.joined(separator: ", or "))"
-            note(.warning, key: "balance:\(name)", at: now, into: &out) {
-                "widget '\(name)': inputs \(JSONValue.format(parts.inputs.rounded())) W + exchange \(JSONValue.format(parts.exchange.rounded())) W − storage \(JSONValue.format(parts.storage.rounded())) W = \(JSONValue.format(parts.raw.rounded())) W; the output shows 0. \(hint)"
-            }
-        } else if node.place.slot == .inputs, value.raw < -50 {
-            let sum = value.raw
-            let names = sourceNames(node)
-            note(.warning, key: "negative:\(name):\(node.place)", at: now, into: &out) {
-                "widget '\(name)': input \(node.config.name ?? node.place.description) reads \(JSONValue.format(sum.rounded())) W; production cannot be negative, it shows 0: check `invert` on \(names)"
-            }
-        }
-    }
-
-    func describe(_ slot: FlowSlot, in widget: WidgetState) -> String {
-        guard let node = widget.nodes.first(where: { $0.place.slot == slot }) else { return slot.rawValue }
-        let meaning = slot == .exchange ? "+ must mean importing" : "+ must mean filling"
-        return "the \(slot.rawValue) (\(sourceNames(node)); \(meaning)): toggle `invert` on it"
-    }
-
-    func sourceNames(_ node: NodeState) -> String {
-        node.terms.map { "source '\(sources[$0.source].config.name)'" }.joined(separator: ", ")
-    }
-
-    mutating func offer(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
-        let candidate = content(of: position, at: now, into: &out)
-        let name = widgets[position].config.name
-        if candidate.inputs == nil, candidate.output == nil, candidate.storage == nil, candidate.exchange == nil {
-            // Nothing to show: quiet before the first reading; later (every slot cleared as stale)
-            // the widget cannot be sent an empty flow, so it keeps its last document, and the log says so.
-            if widgets[position].policy.delivered != nil {
-                note(.warning, key: "cleared:\(name)", at: now, into: &out) {
-                    "widget '\(name)': every slot is stale and cleared; the widget keeps showing its last document"
-                }
-            }
-            return
-        }
-        let violations = WidgetContent.flow(candidate).validate(now: now)
-        guard violations.isEmpty else {
-            note(.error, key: "invalid:\(name)", at: now, into: &out) {
-                "widget '\(name)': not sent, the widget would reject it: \(violations.map(\.description).joined(separator: "; "))"
-            }
-            return
-        }
-        if let push = widgets[position].policy.offer(candidate, at: now, urgent: urgent) {
-            out.append(.push(widget: name, at: now, push))
-        }
-    }
-
-    mutating func note(_ level: Diagnostic.Level, key: String, at now: Date, into out: inout [Output], _ message: () -> String) {
-        if let diagnostic = limiter.admit(key, at: now, { Diagnostic(level, message()) }) {
-            out.append(.diagnostic(diagnostic))
-        }
+        return now
     }
 
     // MARK: - The day
@@ -496,5 +414,11 @@ public struct FlowEngine: Sendable {
         }
         day = current
         for position in widgets.indices { offer(position, at: now, urgent: true, into: &out) }
+    }
+
+    mutating func note(_ level: Diagnostic.Level, key: String, at now: Date, into out: inout [Output], _ message: () -> String) {
+        if let diagnostic = limiter.admit(key, at: now, { Diagnostic(level, message()) }) {
+            out.append(.diagnostic(diagnostic))
+        }
     }
 }

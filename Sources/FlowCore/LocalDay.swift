@@ -65,3 +65,30 @@ extension LocalTimeZone {
         return low
     }
 }
+
+extension LocalTimeZone {
+    /// The local wall-clock time at `instant` for people: `14:02`, or `2026-05-31 23:50` when it is
+    /// not on the local date of `today` (`withSeconds` adds `:07`).
+    public func clockText(at instant: Date, today: Date? = nil, withSeconds: Bool = false) -> String {
+        let local = Int(instant.timeIntervalSince1970.rounded(.down)) + utcOffsetSeconds(at: instant)
+        let secondOfDay = ((local % 86_400) + 86_400) % 86_400
+        func pad(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        var text = "\(pad(secondOfDay / 3600)):\(pad(secondOfDay / 60 % 60))"
+        if withSeconds { text += ":\(pad(secondOfDay % 60))" }
+        let date = localDate(at: instant)
+        if let today, localDate(at: today) == date { return text }
+        return "\(date) \(text)"
+    }
+}
+
+/// A length of time for people: `45 s`, `12 min`, `2 h 05 min`, `3 days`.
+func durationText(seconds: Double) -> String {
+    let whole = Int(abs(seconds).rounded())
+    if whole < 90 { return "\(whole) s" }
+    if whole < 5400 { return "\(Int((Double(whole) / 60).rounded())) min" }
+    if whole < 172_800 {
+        let minutes = whole / 60 % 60
+        return "\(whole / 3600) h \(minutes < 10 ? "0" : "")\(minutes) min"
+    }
+    return "\(whole / 86_400) days"
+}

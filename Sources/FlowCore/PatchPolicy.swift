@@ -5,20 +5,47 @@ import FoundationEssentials
 ///
 /// - A rate moves only past its deadband, except to or from 0 (a widget stuck at "15 W" all night is
 ///   a lie) and on a change of direction.
+/// - Readings of one moment settle first: meters publish milliseconds to a second apart, and a
+///   widget offered between them shows a state that never was (the house at 0 W because the solar
+///   reading came before the battery's). A burst of readings within `settle` of its first one makes
+///   one offer, when the window closes (`deadline`).
 /// - A widget is pushed at most once per `minInterval`; a change held back is pushed when the
 ///   interval ends (`deadline`), with whatever the state is then: the last change is never dropped.
-/// - The first push, a slot appearing or disappearing, a direction change (import ↔ export,
-///   filling ↔ draining) and the day rollover go out at once.
+/// - The first push, a slot appearing or disappearing and a direction change (import ↔ export,
+///   filling ↔ draining) go out as soon as they have settled; the day rollover at once.
 /// - What goes out is the merge patch between the last pushed document and the new one.
 public struct PatchPolicy: Sendable {
     public let config: PatchPolicyConfig
     /// The document the widget shows now (the last one pushed).
     public private(set) var delivered: FlowContent?
     public private(set) var lastPushAt: Date?
-    /// When a held-back change is due.
-    public private(set) var deadline: Date?
+    /// When a change held back by `minInterval` is due.
+    public private(set) var trailingAt: Date?
+    /// When the burst of readings being waited for has settled.
+    public private(set) var settlesAt: Date?
 
     public init(config: PatchPolicyConfig) { self.config = config }
+
+    /// When the policy next wants an offer: a burst settled, or a held-back change due.
+    public var deadline: Date? {
+        guard let settlesAt else { return trailingAt }
+        return trailingAt.map { min($0, settlesAt) } ?? settlesAt
+    }
+
+    /// A reading reached the widget at `now`. Returns true when it is to be offered at once (no
+    /// `settle`); otherwise the widget waits for the rest of the moment, until `settlesAt`.
+    public mutating func readingArrived(at now: Date) -> Bool {
+        guard config.settleSeconds > 0 else { return true }
+        if !isSettling(at: now) { settlesAt = now.addingTimeInterval(config.settleSeconds) }
+        return false
+    }
+
+    /// True while a burst is still coming in at `now`: an ordinary offer waits for its end. A window
+    /// that ends further ahead than `settle` was opened under a clock that has since gone back.
+    public func isSettling(at now: Date) -> Bool {
+        guard let settlesAt else { return false }
+        return now < settlesAt && settlesAt.timeIntervalSince(now) <= config.settleSeconds
+    }
 
     /// What to send.
     public struct Push: Sendable, Equatable {
@@ -42,14 +69,19 @@ public struct PatchPolicy: Sendable {
     }
 
     /// Offers the widget's current content at `now`. `urgent` (the day rolled over) skips the
-    /// interval. Returns the push to make, or nil when nothing is due.
+    /// interval and the settling. Returns the push to make, or nil when nothing is due.
     public mutating func offer(_ candidate: FlowContent, at now: Date, urgent: Bool) -> Push? {
+        if isSettling(at: now) {
+            guard urgent else { return nil }
+        } else {
+            settlesAt = nil
+        }
         guard let delivered else {
             return push(candidate, patch: candidate.json, at: now, full: true)
         }
         let shaped = applyingDeadband(to: candidate, against: delivered)
         guard let patch = FlowContent.mergePatch(from: delivered, to: shaped) else {
-            deadline = nil
+            trailingAt = nil
             return nil
         }
         let intervalOver = lastPushAt.map { now < $0 || now.timeIntervalSince($0) >= config.minIntervalSeconds } ?? true
@@ -58,22 +90,32 @@ public struct PatchPolicy: Sendable {
         {
             return push(shaped, patch: patch, at: now, full: false)
         }
-        deadline = lastPushAt!.addingTimeInterval(config.minIntervalSeconds)
+        trailingAt = lastPushAt!.addingTimeInterval(config.minIntervalSeconds)
         return nil
     }
 
     /// Takes over what another policy (of a config being replaced) delivered, so that the next push
-    /// is the patch from what the widget shows, not a full document.
+    /// is the patch from what the widget shows, not a full document; and a burst it was waiting
+    /// for, so that the burst still goes out.
     public mutating func adopt(_ other: PatchPolicy) {
         delivered = other.delivered
         lastPushAt = other.lastPushAt
-        deadline = nil
+        trailingAt = nil
+        settlesAt = other.settlesAt
+    }
+
+    /// The wall clock stepped by `seconds` without that time passing: the interval and the
+    /// settling count what really passed.
+    mutating func shift(by seconds: Double) {
+        lastPushAt = lastPushAt?.addingTimeInterval(seconds)
+        trailingAt = trailingAt?.addingTimeInterval(seconds)
+        settlesAt = settlesAt?.addingTimeInterval(seconds)
     }
 
     private mutating func push(_ content: FlowContent, patch: JSONValue, at now: Date, full: Bool) -> Push {
         delivered = content
         lastPushAt = now
-        deadline = nil
+        trailingAt = nil
         return Push(patch: patch, document: content, isFullContent: full)
     }
 

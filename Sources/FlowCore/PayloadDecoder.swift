@@ -5,6 +5,9 @@ public enum DecodedPayload: Sendable, Equatable {
     /// The device says it has no value (`nan`, `unavailable`, `null`, an empty retained message…).
     /// Never 0: the last good reading stays.
     case noReading
+    /// A JSON document without the source's field (a key or an index it does not have). On a topic
+    /// that carries several kinds of messages (Shelly's `events/rpc`) that is the normal case.
+    case noField
     /// Not a number flowbridge can read; the text says why, for the log line.
     case invalid(String)
 }
@@ -85,20 +88,35 @@ public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
 
     /// The value at this path, or nil when a step does not exist.
     public func value(in document: JSONValue) -> JSONValue? {
+        if case .found(let value) = lookup(in: document) { return value }
+        return nil
+    }
+
+    /// What a path finds in a document.
+    public enum Lookup: Sendable, Equatable {
+        case found(JSONValue)
+        /// An object without the key, or an array without the index.
+        case missing
+        /// A step meets a value of the wrong kind (a key into a number): the path does not fit the
+        /// document at all.
+        case mismatch
+    }
+
+    public func lookup(in document: JSONValue) -> Lookup {
         var current = document
         for step in steps {
             switch (step, current) {
             case (.key(let key), .object(let members)):
-                guard let next = members[key] else { return nil }
+                guard let next = members[key] else { return .missing }
                 current = next
             case (.index(let index), .array(let items)):
-                guard index < items.count else { return nil }
+                guard index < items.count else { return .missing }
                 current = items[index]
             default:
-                return nil
+                return .mismatch
             }
         }
-        return current
+        return .found(current)
     }
 }
 
@@ -138,8 +156,11 @@ public struct PayloadDecoder: Sendable, Hashable {
             if Self.isNoReading(text) { return .noReading }
             return .invalid("not JSON (\(error))")
         }
-        guard let found = path.value(in: document) else {
-            return .invalid("no field \(path) in the payload")
+        let found: JSONValue
+        switch path.lookup(in: document) {
+        case .found(let value): found = value
+        case .missing: return .noField
+        case .mismatch: return .invalid("the path \(path) does not fit the payload (\(document.kindDescription))")
         }
         switch found {
         case .number(let number): return .value(number + 0.0)

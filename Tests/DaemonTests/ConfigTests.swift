@@ -87,10 +87,46 @@ import Testing
          "is longer than 32 characters"),
         ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, flow: {}}\n",
          "line 4: widgets.w.flow: needs at least one of inputs, output, storage, exchange"),
+        ("sources:\n  a: {topic: solar/ac/power, combine: sum}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 2: sources.a.combine: sum adds the topics a wildcard matches; 'solar/ac/power' is one topic"),
+        ("sources:\n  a: {topic: \"solar/+/power\", combine: average}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 2: sources.a.combine: 'average' is not one of latest, sum"),
+        ("sources:\n  a: {topic: x, max_payload: lots}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 2: sources.a.max_payload: 'lots' is not a size in bytes (write e.g. 65536, 64KiB or 1MiB)"),
+        ("sources:\n  a: {topic: x, stale_after: 0s}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 2: sources.a.stale_after: must be longer than 0s (or never)"),
+        ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}, policy: {settle: 5m}}\n",
+         "line 4: widgets.w.policy.settle: must be at most 60s"),
+        ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, stale_marker: maybe, flow: {output: {rate: a}}}\n",
+         "line 4: widgets.w.stale_marker: expected true or false"),
     ])
     func brokenConfigNamesKeyAndLine(text: String, expected: String) {
         let error = #expect(throws: ConfigError.self) { try DaemonConfig.parse(text, file: "config.yaml") }
         #expect(error?.description.contains(expected) == true, "\(error?.description ?? "no error")")
+    }
+
+    @Test func freshnessSizesAndSettlingHaveDefaultsAndOptOuts() throws {
+        let config = try DaemonConfig.parse("""
+            sources:
+              grid:   {topic: meter/grid}
+              soc:    {topic: bms/soc, unit: "%", stale_after: never}
+              solar:  {topic: "solar/+/0/power", combine: sum, stale_after: 2m, max_payload: 4KiB}
+              events: {topic: shelly/events/rpc, json: x, max_payload: 1MiB}
+              plain:  {topic: plain, max_payload: 512}
+            widgets:
+              w:
+                template: flow
+                stale_marker: false
+                flow: {inputs: [{rate: solar}], exchange: {rate: grid}, output: {rate: balance}}
+                policy: {settle: 0s}
+              v: {template: flow, flow: {exchange: {rate: grid}}}
+            """, file: "c.yaml")
+        let sources = config.flow.sources
+        #expect(sources.map(\.staleAfterSeconds) == [600, nil, 120, 600, 600])
+        #expect(sources.map(\.combine) == [.latest, .latest, .sum, .latest, .latest])
+        #expect(sources.map(\.maxPayloadBytes) == [65_536, 65_536, 4096, 1_048_576, 512])
+        #expect(config.flow.widgets.map(\.staleMarker) == [false, true])
+        #expect(config.flow.widgets.map(\.policy.settleSeconds) == [0, 2])
     }
 
     /// The configs the repository ships stay valid.
@@ -111,6 +147,15 @@ import Testing
         #expect(ok.status == 0)
         #expect(ok.out.contains("+ battery [evcc/site/battery/power, W, inverted] (+ filling, − draining)"))
         #expect(ok.out.contains("grid [shellypro3em/status/em:0, json total_act_power, W] (+ importing, − exporting)"))
+        #expect(ok.out.contains("pushes at least 10s apart, each once the readings of 2s have settled"))
+        #expect(ok.out.contains("balance: Σ inputs + exchange − storage, at least 0; a stale input counts 0 W, a stale exchange or storage makes it unknown"))
+        let sums = try folder.write("sums.yaml", Self.example
+            .replacingOccurrences(of: "solar:   {topic: solar/ac/power}", with: "solar:   {topic: \"solar/+/0/power\", combine: sum, max_payload: 1KiB}")
+            .replacingOccurrences(of: "soc:     {topic: evcc/site/battery/soc, unit: \"%\"}", with: "soc:     {topic: evcc/site/battery/soc, unit: \"%\", stale_after: never}"))
+        let summed = try runFlowbridge(["check", "--config", sums])
+        #expect(summed.status == 0, "\(summed.err)")
+        #expect(summed.out.contains("solar [solar/+/0/power, W, sum of its topics, payloads up to 1024 bytes]"), "\(summed.out)")
+        #expect(summed.out.contains("soc [evcc/site/battery/soc, %, never stale]"), "\(summed.out)")
         let bad = try folder.write("bad.yaml", Self.example.replacingOccurrences(of: "rate: grid", with: "rate: gird"))
         let failed = try runFlowbridge(["check", "--config", bad])
         #expect(failed.status == 78)

@@ -68,9 +68,11 @@ import Testing
         #expect(home.total("output") == 0)
         home.send("house/power", "1000", at: 10_800 + 180)  // 3 minutes: counted
         #expect(abs(home.total("output")! - 0.05) < 1e-9)
-        home.send("house/power", "1000", at: 10_000)  // the clock stepped back
+        home.send("house/power", "1000", at: 10_000)  // the clock stepped back: a late reading
         #expect(abs(home.total("output")! - 0.05) < 1e-9)
-        home.send("house/power", "1000", at: 10_060)  // and on from there
+        home.send("house/power", "1000", at: 10_060)  // confirmed: the new timeline starts here
+        #expect(abs(home.total("output")! - 0.05) < 1e-9)
+        home.send("house/power", "1000", at: 10_120)  // and counts on from there
         #expect(abs(home.total("output")! - 0.05 - 1.0 / 60) < 0.001)  // shown to 0.001 kWh
     }
 

@@ -93,8 +93,9 @@ import Testing
         #expect(flow["storage"]?["rate"] == 473)
         #expect(flow["storage"]?["level"] == 77)  // 76.5 %
         #expect(flow["output"]?["rate"] == 4711)  // 612.4 + 1532 + 3039.524 − 472.85
-        // Pushes are NDJSON lines with the local time and the patch under "content".
-        #expect(lines.first?["t"] == "2026-06-01T14:00:00+02:00")
+        // Pushes are NDJSON lines with the local time and the patch under "content"; the first
+        // once the readings of its first two seconds have settled.
+        #expect(lines.first?["t"] == "2026-06-01T14:00:02+02:00")
         #expect(lines.first?["widget"] == "power")
         #expect(lines.first?["patch"]?["content"]?["template"] == "flow")
     }

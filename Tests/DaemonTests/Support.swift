@@ -76,17 +76,47 @@ func traceLine(_ time: String, _ topic: String, _ payload: String) -> String {
 
 /// Replays a trace in-process and returns the NDJSON lines it prints.
 func replay(config text: String, trace lines: [String], final: Bool = true) throws -> (lines: [JSONValue], engine: FlowEngine) {
+    let run = try replayWithLog(config: text, trace: lines, final: final)
+    return (run.lines, run.engine)
+}
+
+/// Replays a trace in-process: the NDJSON lines it prints, and its log lines, each with the time
+/// of the trace line that was being fed (or of the last, for what comes after it).
+func replayWithLog(
+    config text: String, trace lines: [String], final: Bool = true
+) throws -> (lines: [JSONValue], log: [(at: Date, diagnostic: Diagnostic)], engine: FlowEngine) {
     let config = try DaemonConfig.parse(text, file: "test.yaml")
     let zone = config.timezone.flatMap(SystemTimeZone.init(identifier:)) ?? SystemTimeZone(identifier: "UTC")!
     var replay = Replay(config: config.flow, zone: zone)
     var output: [String] = []
-    func emit(_ items: [FlowEngine.Output]) {
-        for case .push(let widget, let at, let push) in items { output.append(replay.pushLine(widget: widget, at: at, patch: push.patch)) }
+    var log: [(Date, Diagnostic)] = []
+    func emit(_ items: [FlowEngine.Output], at time: Date) {
+        for item in items {
+            switch item {
+            case .push(let widget, let at, let push): output.append(replay.pushLine(widget: widget, at: at, patch: push.patch))
+            case .diagnostic(let diagnostic): log.append((time, diagnostic))
+            }
+        }
     }
-    for line in lines { emit(replay.feed(try TraceMessage(line: Array(line.utf8)))) }
-    emit(replay.finish())
+    var last = Date(timeIntervalSince1970: 0)
+    for line in lines {
+        let message = try TraceMessage(line: Array(line.utf8))
+        last = message.at
+        emit(replay.feed(message), at: last)
+    }
+    emit(replay.finish(), at: last)
     if final { output += replay.finalLines() }
-    return (try output.map { try JSONValue(parsing: $0) }, replay.engine)
+    return (try output.map { try JSONValue(parsing: $0) }, log, replay.engine)
+}
+
+/// The documents a widget showed, push by push: each patch applied to the one before.
+func documents(_ lines: [JSONValue]) -> [JSONValue] {
+    var shown = JSONValue.null
+    return lines.compactMap { line in
+        guard let patch = line["patch"]?["content"] else { return nil }
+        shown = MergePatch.apply(patch, to: shown)
+        return shown
+    }
 }
 
 /// Runs the flowbridge binary to its end and measures its peak resident memory (`wait4`'s

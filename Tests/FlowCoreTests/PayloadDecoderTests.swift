@@ -64,14 +64,23 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{"value": "W"}"#, "value"), (#"{"value": true}"#, "value"), (#"{"other": 1}"#, "value"), ("{broken", "value"),
-        (#"{"a":[1]}"#, "a[3]"), (#"{"a":{"b":1}}"#, "a"), ("12", "value"),
+        (#"{"value": "W"}"#, "value"), (#"{"value": true}"#, "value"), ("{broken", "value"),
+        (#"{"a":{"b":1}}"#, "a"), ("12", "value"), (#"{"a": 5}"#, "a.b"),
     ])
     func jsonInvalid(payload: String, path: String) throws {
         guard case .invalid = try Self.decode(payload, path: path) else {
             Issue.record("\(payload) at \(path) should not decode")
             return
         }
+    }
+
+    /// A document of the right shape without the field: another kind of message on the same topic.
+    @Test(arguments: [
+        (#"{"other": 1}"#, "value"), (#"{"a":[1]}"#, "a[3]"),
+        (#"{"method":"NotifyEvent","params":{"events":[{"component":"input:0","event":"btn_down"}]}}"#, #"params["em:0"].total_act_power"#),
+    ])
+    func jsonWithoutTheField(payload: String, path: String) throws {
+        #expect(try Self.decode(payload, path: path) == .noField)
     }
 
     @Test(arguments: ["", "a..b", "a[", "a[x]", "a[-1]", "a]", "a.", #"["unterminated]"#, "a b[0]c"])

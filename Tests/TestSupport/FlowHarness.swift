@@ -48,13 +48,15 @@ public struct EngineHarness {
 }
 
 /// Short ways to write configs in tests.
+/// Sources here never turn stale unless `staleAfter` says so (the config file's default is 10 minutes).
 public func source(
     _ name: String, _ topic: String, json: String? = nil, unit: SourceUnit = .watt, invert: Bool = false,
-    staleAfter: Double? = nil, maxGap: Double = 300
+    staleAfter: Double? = nil, maxGap: Double = 300, combine: SourceCombine = .latest,
+    maxPayload: Int = SourceConfig.defaultMaxPayloadBytes
 ) -> SourceConfig {
     SourceConfig(
         name: name, topic: try! TopicFilter(topic), decoder: PayloadDecoder(path: json.map { try! JSONPath($0) }), unit: unit,
-        invert: invert, staleAfterSeconds: staleAfter, maxGapSeconds: maxGap)
+        invert: invert, staleAfterSeconds: staleAfter, maxGapSeconds: maxGap, combine: combine, maxPayloadBytes: maxPayload)
 }
 
 public func node(_ rate: String..., total: TotalSpec? = nil, level: String? = nil, name: String? = nil, whenStale: StaleBehavior = .hold) -> NodeConfig {
@@ -65,7 +67,7 @@ public func node(_ rate: String..., total: TotalSpec? = nil, level: String? = ni
 }
 
 /// A policy that pushes every change at once: for tests about values, not timing.
-public let eager = PatchPolicyConfig(minIntervalSeconds: 0, rateStep: 1, rateDeadband: 0, totalStep: 0.001, levelStep: 1)
+public let eager = PatchPolicyConfig(minIntervalSeconds: 0, rateStep: 1, rateDeadband: 0, totalStep: 0.001, levelStep: 1, settleSeconds: 0)
 
 /// A small deterministic generator (SplitMix64) so the property test is the same on every run.
 public struct SplitMix64: RandomNumberGenerator {
