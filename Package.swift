@@ -22,12 +22,14 @@ let package = Package(
         .target(name: "FlowCore"),
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
         .target(name: "Delivery", dependencies: ["FlowCore"]),
-        .target(name: "Daemon", dependencies: ["FlowCore", "CYAML", "Mosquitto", "Delivery"]),
+        .target(name: "Simulator", dependencies: ["FlowCore", "Mosquitto"]),
+        .target(name: "Daemon", dependencies: ["FlowCore", "CYAML", "Mosquitto", "Delivery", "Simulator"]),
         .executableTarget(name: "flowbridge", dependencies: ["Daemon"]),
         .target(name: "TestSupport", dependencies: ["FlowCore"], path: "Tests/TestSupport"),
         .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "FlowCore", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "FlowCore", "Simulator", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "TestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "FlowCore", "TestSupport"]),
     ]
 )
