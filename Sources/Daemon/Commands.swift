@@ -13,6 +13,7 @@ public enum Commands {
         usage: flowbridge run    [--config FILE] [--dry-run] [--log-level debug|info|warning|error]
                flowbridge check  [--config FILE]
                flowbridge replay [--config FILE] [--final] [--state FILE] TRACE   (TRACE - for standard input)
+               flowbridge simulate --broker HOST:PORT | --trace FILE|-  [--speed N] [--date YYYY-MM-DD] [--seed N]
         default config: /etc/flowbridge/config.yaml
         """
 
@@ -24,6 +25,8 @@ public enum Commands {
         var state: String?
         var logLevel = Logger.Level.info
         var positional: [String] = []
+        /// `simulate`'s options by flag, checked by `SimulateCommand.Options`.
+        var simulation: [String: String] = [:]
     }
 
     struct UsageError: Error { var message: String }
@@ -43,6 +46,7 @@ public enum Commands {
             case "--final": arguments.final = true
             case "--dry-run": arguments.dryRun = true
             case "--state": arguments.state = try value(word)
+            case "--broker", "--trace", "--speed", "--date", "--seed": arguments.simulation[word] = try value(word)
             case "--log-level":
                 let text = try value(word)
                 guard let level = Logger.Level(word: text) else { throw UsageError(message: "unknown log level '\(text)'") }
@@ -75,6 +79,13 @@ public enum Commands {
         case "replay":
             guard arguments.positional.count == 1 else { return usageFailure("replay needs one TRACE (a file, or - for standard input)") }
             return replay(arguments, trace: arguments.positional[0])
+        case "simulate":
+            guard arguments.positional.isEmpty else { return usageFailure("simulate takes no other arguments") }
+            do {
+                return await SimulateCommand(options: try SimulateCommand.Options(arguments.simulation), log: Logger(threshold: arguments.logLevel)).run()
+            } catch {
+                return usageFailure(error.message)
+            }
         case "help", "--help", "-h":
             print(usage)
             return 0

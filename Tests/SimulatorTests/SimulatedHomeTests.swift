@@ -70,7 +70,7 @@ import Testing
                 problems.append("\(state.at): draining \(state.batteryW) W with a surplus (solar \(state.solarW) W, load \(state.loadW) W)")
             }
         }
-        #expect(problems.isEmpty, "\(problems.prefix(5))")
+        #expect(problems.count == 0, "\(problems.prefix(5))")
         #expect(lowest >= profile.batteryReservePercent - 1e-9)
         #expect(highest <= 100 + 1e-9)
         #expect(highest > lowest + 10, "the battery did not cycle")
@@ -171,7 +171,7 @@ import Testing
             if resets == 1, abs(state.yieldTodayWh - solarSinceWakeWh) > 1e-6 { problems.append("\(state.at): daily counter off") }
         }
         #expect(resets == 1)
-        #expect(problems.isEmpty, "\(problems.prefix(5))")
+        #expect(problems.count == 0, "\(problems.prefix(5))")
     }
 
     /// The same seed and date: the same messages, byte for byte. Another seed: another day.
