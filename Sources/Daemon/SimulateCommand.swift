@@ -12,8 +12,8 @@ struct SimulateCommand {
     let log: Logger
 
     /// The command line, checked.
-    struct Options: Equatable {
-        enum Output: Equatable {
+    struct Options {
+        enum Output {
             case broker(host: String, port: Int)
             /// A file, or `-` for standard output.
             case trace(String)
@@ -55,17 +55,24 @@ struct SimulateCommand {
             }
         }
 
-        /// `host:port`, `[v6 address]:port`, or a host alone (port 1883).
+        /// `host:port`, `[IPv6 address]:port`, or a host alone (port 1883).
         static func address(_ text: String) -> (host: String, port: Int)? {
             var host = Substring(text)
-            var port = 1883
-            if let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") || text.hasPrefix("[") {
-                guard let number = Int(text[text.index(after: colon)...]), (1...65_535).contains(number) else { return nil }
+            var port: Substring?
+            if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+                host = text[text.index(after: text.startIndex)..<close]
+                let rest = text[text.index(after: close)...]
+                if !rest.isEmpty {
+                    guard rest.hasPrefix(":") else { return nil }
+                    port = rest.dropFirst()
+                }
+            } else if let colon = text.firstIndex(of: ":"), !text[text.index(after: colon)...].contains(":") {
                 host = text[..<colon]
-                port = number
+                port = text[text.index(after: colon)...]
             }
-            if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
-            return host.isEmpty ? nil : (String(host), port)
+            let number = port == nil ? 1883 : port.flatMap { Int($0) }
+            guard let number, (1...65_535).contains(number), !host.isEmpty else { return nil }
+            return (String(host), number)
         }
     }
 

@@ -9,7 +9,7 @@ public struct SeededNoise: Sendable, Hashable {
     /// What a draw is for: each use of randomness has its own stream, so adding one never shifts another.
     enum Stream: UInt64 {
         case dayCloudiness = 1, passingClouds, cloudShape, gridJitter, baseLoad, fridge, kettle, oven
-        case initialCharge, counters, voltage, powerFactor, washer
+        case initialCharge, counters, voltage, powerFactor
     }
 
     /// A uniformly distributed number in 0..<1.
