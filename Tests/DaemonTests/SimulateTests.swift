@@ -10,10 +10,13 @@ import Testing
 @Suite struct SimulateTests {
     static let demoConfig = Repository.root.appendingPathComponent("Config/demo.yaml").path
     static let date = CivilDate(year: 2026, month: 6, day: 21)
+    /// The binaries' system zone, set through `TZ` (the test process's own can change while other
+    /// tests look zones up): a zone with summer time, whose solar noon is at 13:00 in June.
+    static let zoneName = "Europe/Berlin"
 
-    /// The in-process simulation of the same day, in the zone the binary uses (the system's).
+    /// The in-process simulation of the same day, in the zone the binaries run in.
     static func cycles(seed: UInt64, speed: Double) -> [SimulationCycle] {
-        var simulation = Simulation(seed: seed, date: date, speed: speed, zone: SystemTimeZone.system)
+        var simulation = Simulation(seed: seed, date: date, speed: speed, zone: SystemTimeZone(identifier: zoneName)!)
         var cycles: [SimulationCycle] = []
         while true {
             let cycle = simulation.next()
@@ -23,12 +26,13 @@ import Testing
     }
 
     /// Runs the binary with standard output and error in files: a run that logs a lot (a replay
-    /// with a wrong sign) cannot fill a pipe and stall the test instead of failing it.
+    /// with a wrong sign) cannot fill a pipe and stall the test instead of failing it. `TZ` is set:
+    /// the simulated day and the replayed day are days of `zoneName`.
     static func run(_ arguments: [String], in folder: TemporaryFolder) async throws -> (status: Int32?, out: String, err: String) {
         let name = UUID().uuidString
         let out = folder.url.appendingPathComponent("\(name).out").path
         let err = folder.url.appendingPathComponent("\(name).err").path
-        let process = try ChildProcess(Repository.binary, arguments, outputFile: out, errorFile: err)
+        let process = try ChildProcess(Repository.binary, arguments, outputFile: out, errorFile: err, environment: ["TZ": zoneName])
         if !(await process.waitForExit(timeout: .seconds(60))) { process.send(SIGKILL) }
         func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
         return (process.exitCode, read(out), read(err))
@@ -205,11 +209,12 @@ import Testing
     }
 
     /// The same seed and date: the same trace, byte for byte; another seed, another day.
-    @Test func theTraceIsDeterministic() throws {
+    @Test func theTraceIsDeterministic() async throws {
+        let folder = TemporaryFolder()
         let arguments = ["simulate", "--trace", "-", "--date", "2026-03-29", "--speed", "900", "--seed"]
-        let first = try runFlowbridge(arguments + ["8"])
-        let again = try runFlowbridge(arguments + ["8"])
-        let other = try runFlowbridge(arguments + ["9"])
+        let first = try await Self.run(arguments + ["8"], in: folder)
+        let again = try await Self.run(arguments + ["8"], in: folder)
+        let other = try await Self.run(arguments + ["9"], in: folder)
         #expect(first.status == 0 && !first.out.isEmpty)
         #expect(first.out == again.out)
         #expect(first.out != other.out)
