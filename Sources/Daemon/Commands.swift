@@ -17,6 +17,7 @@ public enum Commands {
                flowbridge check  [--config FILE] [--state FILE]
                flowbridge replay [--config FILE] [--final] [--state FILE] [--svg DIR] TRACE   (TRACE - for standard input)
                flowbridge render [--config FILE] [--state FILE] --out FILE.svg|DIR
+               flowbridge simulate --broker HOST:PORT | --trace FILE|-  [--speed N] [--date YYYY-MM-DD] [--seed N]
                flowbridge --version
           --config FILE  the config (default: /etc/flowbridge/config.yaml)
           --dry-run      read the config and the state, connect and compute, print what would be sent;
@@ -37,6 +38,8 @@ public enum Commands {
         var svg: String?
         var logLevel = Logger.Level.info
         var positional: [String] = []
+        /// `simulate`'s options by flag, checked by `SimulateCommand.Options`.
+        var simulation: [String: String] = [:]
     }
 
     struct UsageError: Error { var message: String }
@@ -58,6 +61,7 @@ public enum Commands {
             case "--state": arguments.state = try value(word)
             case "--out", "-o": arguments.out = try value(word)
             case "--svg": arguments.svg = try value(word)
+            case "--broker", "--trace", "--speed", "--date", "--seed": arguments.simulation[word] = try value(word)
             case "--log-level":
                 let text = try value(word)
                 guard let level = Logger.Level(word: text) else { throw UsageError(message: "unknown log level '\(text)'") }
@@ -98,6 +102,13 @@ public enum Commands {
             guard let config = loadConfig(arguments.config) else { return configError }
             let state = ConfigContext.process(stateOverride: arguments.state).statePath(configured: config.stateFile)
             return RenderCommand(config: config, configPath: arguments.config, statePath: state, out: out, log: Logger(threshold: arguments.logLevel)).run()
+        case "simulate":
+            guard arguments.positional.isEmpty else { return usageFailure("simulate takes no other arguments") }
+            do {
+                return await SimulateCommand(options: try SimulateCommand.Options(arguments.simulation), log: Logger(threshold: arguments.logLevel)).run()
+            } catch {
+                return usageFailure(error.message)
+            }
         case "help", "--help", "-h":
             print(usage)
             return 0

@@ -83,7 +83,8 @@ struct ServiceUnitTests {
                 "WATCHDOG_USEC": "30000000",
             ])
         defer { tracer.send(SIGKILL) }
-        let daemonPID = try #require(await Self.child(of: tracer.pid), "strace did not start flowbridge: \(context.output())")
+        let daemonPID = try #require(await Self.child(of: tracer.pid, running: Repository.binary), "strace did not start flowbridge: \(context.output())")
+        defer { kill(daemonPID, SIGKILL) }  // a tracee outlives a killed strace
         func waitFor(_ needle: String) async -> Bool {
             let clock = ContinuousClock()
             let deadline = clock.now + .seconds(20)
@@ -184,15 +185,16 @@ struct ServiceUnitTests {
         return names
     }
 
-    /// The first child process of `pid` (strace's tracee), once it exists.
-    static func child(of pid: pid_t) async -> pid_t? {
+    /// The child process of `pid` that runs `executable` (strace's tracee), once it has exec'd it.
+    /// strace may fork a short-lived helper first, so the first child is not necessarily the tracee.
+    static func child(of pid: pid_t, running executable: String) async -> pid_t? {
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(10)
         while clock.now < deadline {
-            if let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8),
-                let child = text.split(separator: " ").first.flatMap({ pid_t($0) })
-            {
-                return child
+            let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+            for child in children.split(separator: " ").compactMap({ pid_t($0) }) {
+                let commandLine = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(child)/cmdline"))) ?? Data()
+                if commandLine.split(separator: 0).first.map({ String(decoding: $0, as: UTF8.self) }) == executable { return child }
             }
             try? await Task.sleep(for: .milliseconds(20))
         }

@@ -1,0 +1,160 @@
+import Delivery
+import FlowCore
+import FoundationEssentials
+import Glibc
+import Mosquitto
+import Simulator
+
+/// `flowbridge simulate`: a plausible home (solar, grid meter, battery) publishing in its devices'
+/// own formats, live to a broker in accelerated time, or as a replay trace of one whole day.
+struct SimulateCommand {
+    let options: Options
+    let log: Logger
+
+    /// The command line, checked.
+    struct Options {
+        enum Output {
+            case broker(host: String, port: Int)
+            /// A file, or `-` for standard output.
+            case trace(String)
+        }
+
+        var output: Output
+        /// Simulated seconds per real second.
+        var speed = 1.0
+        /// nil: today, in the system's zone.
+        var date: CivilDate?
+        var seed: UInt64 = 1
+
+        init(_ values: [String: String]) throws(Commands.UsageError) {
+            func fail(_ message: String) -> Commands.UsageError { Commands.UsageError(message: message) }
+            switch (values["--broker"], values["--trace"]) {
+            case (let broker?, nil):
+                guard let address = Self.address(broker) else { throw fail("--broker must be HOST:PORT (port 1…65535), not '\(broker)'") }
+                output = .broker(host: address.host, port: address.port)
+            case (nil, let trace?):
+                output = .trace(trace)
+            case (nil, nil):
+                throw fail("simulate needs --broker HOST:PORT, or --trace FILE (- for standard output)")
+            case (_?, _?):
+                throw fail("simulate publishes to --broker or writes --trace, not both")
+            }
+            if let text = values["--speed"] {
+                guard let speed = Double(text), speed > 0, speed <= Simulation.maximumSpeed else {
+                    throw fail("--speed must be simulated seconds per real second, more than 0 and at most \(Int(Simulation.maximumSpeed)), not '\(text)'")
+                }
+                self.speed = speed
+            }
+            if let text = values["--date"] {
+                guard let date = CivilDate(text) else { throw fail("--date must be a date YYYY-MM-DD, not '\(text)'") }
+                self.date = date
+            }
+            if let text = values["--seed"] {
+                guard let seed = UInt64(text) else { throw fail("--seed must be a whole number from 0 to \(UInt64.max), not '\(text)'") }
+                self.seed = seed
+            }
+        }
+
+        /// `host:port`, `[IPv6 address]:port`, or a host alone (port 1883).
+        static func address(_ text: String) -> (host: String, port: Int)? {
+            var host = Substring(text)
+            var port: Substring?
+            if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+                host = text[text.index(after: text.startIndex)..<close]
+                let rest = text[text.index(after: close)...]
+                if !rest.isEmpty {
+                    guard rest.hasPrefix(":") else { return nil }
+                    port = rest.dropFirst()
+                }
+            } else if let colon = text.firstIndex(of: ":"), !text[text.index(after: colon)...].contains(":") {
+                host = text[..<colon]
+                port = text[text.index(after: colon)...]
+            }
+            let number = port == nil ? 1883 : port.flatMap { Int($0) }
+            guard let number, (1...65_535).contains(number), !host.isEmpty else { return nil }
+            return (String(host), number)
+        }
+    }
+
+    func run() async -> Int32 {
+        let zone = SystemTimeZone.system
+        let now = Date()
+        switch options.output {
+        case .trace(let path): return writeTrace(to: path, zone: zone, now: now)
+        case .broker(let host, let port): return await publish(host: host, port: port, zone: zone, now: now)
+        }
+    }
+
+    /// The whole simulated day as trace lines, from its local midnight to the next.
+    func writeTrace(to path: String, zone: any LocalTimeZone, now: Date) -> Int32 {
+        var simulation = Simulation(seed: options.seed, date: options.date ?? zone.localDate(at: now), speed: options.speed, zone: zone)
+        let fd = path == "-" ? 1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            Commands.printError("flowbridge: \(FileError(path))")
+            return 73  // EX_CANTCREAT
+        }
+        defer { if fd != 1 { close(fd) } }
+        let end = simulation.firstDay.end
+        var bytes: [UInt8] = []
+        var count = 0
+        var last: HomeState?
+        func flush() -> Bool {
+            defer { bytes.removeAll(keepingCapacity: true) }
+            guard let reason = FileDescriptor.writeAll(bytes, to: fd) else { return true }
+            Commands.printError("flowbridge: \(path == "-" ? "standard output" : path): \(reason)")
+            return false
+        }
+        while true {
+            let cycle = simulation.next()
+            guard cycle.at < end else { break }
+            for (at, message) in cycle.timedMessages {
+                bytes.append(contentsOf: TraceMessage(at: at, topic: message.topic, payload: message.payload).line.utf8)
+                bytes.append(0x0A)
+                count += 1
+            }
+            last = cycle.state
+            if bytes.count >= 65_536, !flush() { return 74 }  // EX_IOERR
+        }
+        guard flush() else { return 74 }
+        if let last {
+            log.log(.info, "\(simulation.firstDay.date) (seed \(options.seed)): \(count) messages; the panels made \(JSONValue.format((last.yieldTodayWh / 100).rounded() / 10)) kWh, the battery ended at \(Int(last.socPercent.rounded())) %")
+        }
+        return 0
+    }
+
+    /// Publishes until SIGTERM or SIGINT, then disconnects and exits 0.
+    func publish(host: String, port: Int, zone: any LocalTimeZone, now: Date) async -> Int32 {
+        signal(SIGPIPE, SIG_IGN)
+        // Before anything can take long: a signal from now on stops cleanly.
+        let signals = SignalEvents([SIGTERM, SIGINT])
+        let today = zone.day(containing: now)
+        let secondsIntoDay = now.timeIntervalSince(today.start)
+        let simulation = Simulation(
+            seed: options.seed, date: options.date ?? today.date, secondsIntoDay: secondsIntoDay, speed: options.speed, zone: zone)
+        let client: MQTTClient
+        do {
+            client = try MQTTClient(options: MQTTOptions(host: host, port: port, clientID: "flowbridge-simulate-\(getpid())"), subscriptions: [])
+            try client.start()
+        } catch {
+            log.log(.error, "cannot start the MQTT client: \(error)")
+            return 69  // EX_UNAVAILABLE
+        }
+        let minutes = Int(secondsIntoDay) / 60
+        let profile = simulation.home.profile
+        let topics = HomeDevice.allCases.flatMap { $0.topics(profile: profile) }.joined(separator: ", ")
+        let ready = "simulating \(simulation.firstDay.date) from \(minutes / 60):\(minutes % 60 < 10 ? "0" : "")\(minutes % 60) "
+            + "at \(JSONValue.format(options.speed))x (seed \(options.seed)), publishing to \(host):\(port): \(topics)\n"
+        let publisher = SimulationPublisher(client: client) { [log] in log.log(.warning, $0) }
+        let publishing = Task { await publisher.run(simulation) { _ = FileDescriptor.writeAll(Array(ready.utf8), to: 1) } }
+        var received = signals.stream.makeAsyncIterator()
+        if let signal = await received.next() { log.log(.info, "signal \(signal): stopping") }
+        publishing.cancel()
+        await publishing.value
+        // The Shelly's last QoS 1 messages may still wait for their acknowledgement: a disconnect
+        // that overtakes it resets the connection, and the broker logs a lost client, not a goodbye.
+        try? await Task.sleep(for: .milliseconds(200))
+        client.stop()
+        signals.finish()
+        return 0
+    }
+}
