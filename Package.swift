@@ -21,10 +21,12 @@ let package = Package(
             providers: [.apt(["libyaml-dev"])]),
         .target(name: "FlowCore"),
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
-        .target(name: "Delivery", dependencies: ["FlowCore"]),
+        .target(name: "Delivery", dependencies: ["FlowCore", "CCurl"]),
         .target(name: "Daemon", dependencies: ["FlowCore", "CYAML", "Mosquitto", "Delivery"]),
         .executableTarget(name: "flowbridge", dependencies: ["Daemon"]),
         .target(name: "TestSupport", dependencies: ["FlowCore"], path: "Tests/TestSupport"),
+        // The widget service as tests meet it: a real HTTP server that can be told to fail.
+        .executableTarget(name: "WidgetStandIn", dependencies: ["FlowCore"], path: "Tests/WidgetStandIn"),
         .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore", "TestSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "FlowCore", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "TestSupport"]),
