@@ -23,7 +23,9 @@ struct ConfigSummary {
                 if let total = node.total { lines.append("      total = \(describe(total, sources: sources))") }
                 if node.rate != .balance { lines.append("      when stale: \(node.whenStale.rawValue)") }
             }
+            lines += pushLines(widget: widget.name)
         }
+        lines += outputLines
         return lines.joined(separator: "\n") + "\n"
     }
 

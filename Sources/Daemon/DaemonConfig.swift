@@ -1,3 +1,4 @@
+import Delivery
 import FlowCore
 import Glibc
 
@@ -50,6 +51,9 @@ public struct DaemonConfig: Sendable, Equatable {
     public var flow: FlowConfig
     /// Where the day's state is kept; nil: `$STATE_DIRECTORY/state.json` or the default.
     public var stateFile: String?
+    /// Where pushes go (see SinkConfig.swift): per widget to the widget API, and to `output:`.
+    public var pushes: [PushSettings] = []
+    public var output = OutputSettings()
 
     /// Reads and checks a config text (YAML, or JSON, which is YAML too). `file` names it in errors.
     public static func parse(_ text: String, file: String) throws(ConfigError) -> DaemonConfig {
@@ -103,10 +107,11 @@ struct ConfigLoader {
             }
             if mapping.pairs.isEmpty { reader.report("widgets", node, "needs at least one widget") }
         }
+        let sinks = loadSinks(&top)
         top.finish()
         return DaemonConfig(
             timezone: timezone, mqtt: mqtt, keepalives: keepalives, flow: FlowConfig(sources: sources, widgets: widgets),
-            stateFile: stateFile)
+            stateFile: stateFile, pushes: sinks.pushes, output: sinks.output)
     }
 
     // MARK: mqtt
@@ -225,6 +230,7 @@ struct ConfigLoader {
             textColor: map.text("text_color"))
         if let unit = map.text("unit", limit: 32) { widget.unit = unit }
         if let policyNode = map.value("policy") { widget.policy = loadPolicy(policyNode, map.childPath("policy")) }
+        _ = map.value("push")  // a sink's setting: loadSinks reads it
         guard let flowNode = map.required("flow"), var flow = reader.mapping(flowNode, map.childPath("flow")) else {
             return nil
         }

@@ -11,8 +11,7 @@ import Mosquitto
 /// signal exits at once. SIGHUP reloads the config; a broken one is reported and the old one runs on.
 struct RunCommand {
     let configPath: String
-    /// Print the patches instead of delivering them. Standard output is the only sink so far, so
-    /// both ways print; without the flag the log says so.
+    /// Print the patches on standard output instead of delivering them.
     let dryRun: Bool
     let log: Logger
 
@@ -22,7 +21,13 @@ struct RunCommand {
         guard var config = Commands.loadConfig(configPath) else { return Commands.configError }
         let zone = Commands.zone(of: config)
         let store = StateStore(path: config.stateFile ?? StateStore.defaultPath())
-        let sinks: [any Sink] = [StdoutSink(zone: zone, log: { [log] in log.log($0) })]
+        let sinks: [any Sink]
+        do {
+            sinks = try SinkSelection.make(config: config, configFile: configPath, dryRun: dryRun, zone: zone, log: log)
+        } catch {
+            log.log(.error, "cannot start delivering: \(error)")
+            return Commands.configError
+        }
         let bridge = Bridge(
             engine: Bridge.engine(for: config, zone: zone, store: store, sinks: sinks, log: log), zone: zone, sinks: sinks,
             store: store, log: log)
@@ -37,7 +42,6 @@ struct RunCommand {
         let status = "\(config.mqtt.topicPrefix)/status"
         let notifier = SystemdNotifier()
         let signals = SignalEvents([SIGTERM, SIGINT, SIGHUP])
-        if !dryRun { log.log(.info, "no widget API sink yet: pushes go to standard output as NDJSON, as with --dry-run") }
         log.log(.info, "flowbridge started: \(config.flow.sources.count) sources, broker \(config.mqtt.host):\(config.mqtt.port), day in \(zone.identifier)")
 
         let started = config  // what the tasks read; a reload only swaps the engine
@@ -128,21 +132,7 @@ struct RunCommand {
 
     /// The broker password from its file (a systemd credential) or environment variable.
     func password(_ settings: MQTTSettings) throws -> String? {
-        if let file = settings.passwordFile {
-            let path = file.hasPrefix("/") ? file : (getenv("CREDENTIALS_DIRECTORY").map { String(cString: $0) + "/" } ?? "") + file
-            var text = String(decoding: try FileIO.read(path), as: UTF8.self)
-            while text.last == "\n" || text.last == "\r" { text.removeLast() }
-            return text
-        }
-        if let name = settings.passwordEnv {
-            guard let value = getenv(name) else {
-                throw ConfigError(file: configPath, problems: [
-                    ConfigProblem(path: "mqtt.password_env", line: nil, message: "the environment variable \(name) is not set")
-                ])
-            }
-            return String(cString: value)
-        }
-        return nil
+        try Secret.read(file: settings.passwordFile, variable: settings.passwordEnv, key: "mqtt.password", configFile: configPath)
     }
 
     /// SIGHUP: a new config takes over the engine (the day carries over); a broken one changes nothing.
@@ -155,7 +145,8 @@ struct RunCommand {
         let pending = [
             ("broker settings", fresh.mqtt != config.mqtt), ("topics", subscriptions(of: fresh) != subscriptions(of: config)),
             ("keepalive", fresh.keepalives != config.keepalives), ("state_file", fresh.stateFile != config.stateFile),
-            ("timezone", fresh.timezone != config.timezone),
+            ("timezone", fresh.timezone != config.timezone), ("push", fresh.pushes != config.pushes),
+            ("output", fresh.output != config.output),
         ].filter(\.1).map(\.0)
         if !pending.isEmpty {
             log.log(.warning, "reload: \(pending.joined(separator: ", ")) changed; that takes effect at the next restart")

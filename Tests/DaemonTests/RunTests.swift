@@ -14,12 +14,13 @@ struct RunTests {
         let output: String
         let folder: TemporaryFolder
 
-        init(config: String, folder: TemporaryFolder = TemporaryFolder(), environment: [String: String] = [:]) throws {
+        /// `dryRun`: with `--dry-run` (pushes on standard output, delivered nowhere).
+        init(config: String, folder: TemporaryFolder = TemporaryFolder(), environment: [String: String] = [:], dryRun: Bool = true) throws {
             self.folder = folder
             let path = try folder.write("config.yaml", config)
             output = folder.url.appendingPathComponent("out.log").path
             process = try ChildProcess(
-                Repository.binary, ["run", "--config", path, "--dry-run"], outputFile: output, environment: environment)
+                Repository.binary, ["run", "--config", path] + (dryRun ? ["--dry-run"] : []), outputFile: output, environment: environment)
         }
 
         /// A daemon on `broker` with the test config, its state in its own folder.
