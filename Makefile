@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 # Debian packages the build, the tests and the benchmark need.
-DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev \
+DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev libssl-dev \
                 mosquitto mosquitto-clients openssl tzdata systemd
 # And what the ingest benchmark needs besides.
 BENCH_PACKAGES := gcc bc curl python3 python3-pip

@@ -226,6 +226,44 @@ import Testing
         #expect(seen.document == nil)
     }
 
+    /// TLS is verified: against `ca_file`, or the system's certificates (which do not know the test
+    /// CA); only `insecure: true` delivers to a server whose certificate does not verify.
+    enum Trust: String, CaseIterable, Sendable {
+        case itsCA, anotherCA, systemStore, insecure
+    }
+
+    @Test(arguments: Trust.allCases)
+    func tlsIsVerifiedUnlessTheUserSaysOtherwise(trust: Trust) async throws {
+        let service = try await WidgetStandIn(tls: true)
+        let files = try #require(service.tlsFiles)
+        let log = LogLines()
+        let sink = try Self.sink(service, log: log) { settings in
+            switch trust {
+            case .itsCA: settings.caFile = files.caFile
+            case .anotherCA: settings.caFile = files.wrongCAFile
+            case .systemStore: break
+            case .insecure:
+                settings.caFile = files.wrongCAFile
+                settings.insecure = true
+            }
+        }
+        var engine = Engine()
+        let push = engine.push(100)
+        sink.take(push)
+        if trust == .itsCA || trust == .insecure {
+            #expect(await service.waitUntil { $0.document == Self.content(push) } != nil, "\(log.text)")
+        } else {
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(10)
+            while !log.text.contains("certificate"), clock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(log.all.contains { $0.level == .warning && $0.message.contains("certificate") }, "\(log.text)")
+            #expect(!log.text.contains("whether it arrived is unknown"), "\(log.text)")  // refused before anything was sent
+            #expect(try service.snapshot().requests.isEmpty)
+        }
+        #expect(log.all.contains { $0.message.contains("not verified (insecure: true)") } == (trust == .insecure), "\(log.text)")
+        sink.stop(timeout: .seconds(1))
+    }
+
     /// A restart with saved delivery state sends a patch, unless the saved state is in doubt or
     /// belongs to another URL.
     enum SavedState: String, CaseIterable, Sendable {

@@ -46,7 +46,11 @@ public final class WidgetStandIn: @unchecked Sendable {
     public let port: Int
     public let token: String
     public let path: String
-    public var url: String { "http://127.0.0.1:\(port)\(path)" }
+    /// With TLS: the CA that signed the stand-in's certificate (for 127.0.0.1) and an unrelated one.
+    public let tlsFiles: MosquittoBroker.TLSFiles?
+    public var url: String { "\(tlsFiles == nil ? "http" : "https")://127.0.0.1:\(port)\(path)" }
+    /// Where /state and /control answer: the same port, or a plain one beside a TLS listener.
+    private let controlPort: Int
 
     private let process: ChildProcess
     private let directory: String
@@ -61,32 +65,40 @@ public final class WidgetStandIn: @unchecked Sendable {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[1]
     }
 
-    /// Starts the stand-in and returns once it listens. `arguments`: more of its options
-    /// (`--methods POST,PATCH`, `--body-key data`).
-    public init(token: String = "stand-in-token-7f3a", path: String = "/widgets/power", arguments: [String] = []) async throws {
+    /// Starts the stand-in and returns once it listens. `tls`: HTTPS with a certificate for
+    /// 127.0.0.1 made for it. `arguments`: more of its options (`--methods POST,PATCH`, `--body-key data`).
+    public init(token: String = "stand-in-token-7f3a", path: String = "/widgets/power", tls: Bool = false, arguments: [String] = []) async throws {
         self.token = token
         self.path = path
         var template = Array("/tmp/flowbridge-standin-XXXXXX".utf8CString)
         guard let dir = mkdtemp(&template) else { throw BrokerError("mkdtemp failed") }
-        directory = String(cString: dir)
-        let output = directory + "/stand-in.log"
-        process = try ChildProcess(Self.executablePath, ["--token", token, "--path", path] + arguments, outputFile: output)
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(5)
-        var port: Int?
-        while port == nil {
-            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-            port = text.split(separator: "\n").lazy.compactMap { line in
-                line.hasPrefix("listening on 127.0.0.1:") ? Int(line.dropFirst("listening on 127.0.0.1:".count)) : nil
-            }.first
-            if port != nil { break }
-            guard process.isRunning, clock.now < deadline else {
-                try? FileManager.default.removeItem(atPath: directory)
-                throw BrokerError("the widget stand-in did not start (\(Self.executablePath)): \(text)")
+        let directory = String(cString: dir)
+        self.directory = directory
+        do {
+            let tlsFiles = tls ? try await MosquittoBroker.makeCertificates(in: directory) : nil
+            let output = directory + "/stand-in.log"
+            let tlsArguments = tlsFiles.map { ["--tls", $0.serverCertFile, $0.serverKeyFile] } ?? []
+            process = try ChildProcess(Self.executablePath, ["--token", token, "--path", path] + tlsArguments + arguments, outputFile: output)
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(5)
+            func announced(_ prefix: String, in text: String) -> Int? {
+                text.split(separator: "\n").lazy.compactMap { $0.hasPrefix(prefix) ? Int($0.dropFirst(prefix.count)) : nil }.first
             }
-            try await Task.sleep(for: .milliseconds(10))
+            var text = ""
+            while announced("listening on 127.0.0.1:", in: text) == nil {
+                guard process.isRunning, clock.now < deadline else {
+                    throw BrokerError("the widget stand-in did not start (\(Self.executablePath)): \(text)")
+                }
+                try await Task.sleep(for: .milliseconds(10))
+                text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            }
+            port = announced("listening on 127.0.0.1:", in: text)!
+            controlPort = announced("control on 127.0.0.1:", in: text) ?? port
+            self.tlsFiles = tlsFiles
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
         }
-        self.port = port!
     }
 
     deinit {
@@ -107,20 +119,20 @@ public final class WidgetStandIn: @unchecked Sendable {
         try control(["outage": .number(seconds)])
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(2)
-        while (try? snapshot()) != nil {
+        while MosquittoBroker.acceptsConnections(port: port) {
             guard clock.now < deadline else { throw BrokerError("the stand-in still answers after its outage began") }
             try await Task.sleep(for: .milliseconds(2))
         }
     }
 
     private func control(_ command: JSONValue) throws {
-        let answer = try Self.exchange(port: port, method: "POST", path: "/control", body: command.encoded())
+        let answer = try Self.exchange(port: controlPort, method: "POST", path: "/control", body: command.encoded())
         guard answer.status == 200 else { throw BrokerError("stand-in control: HTTP \(answer.status)") }
     }
 
     /// What the stand-in shows and got so far.
     public func snapshot() throws -> Snapshot {
-        let answer = try Self.exchange(port: port, method: "GET", path: "/state", body: [])
+        let answer = try Self.exchange(port: controlPort, method: "GET", path: "/state", body: [])
         let json = try JSONValue(parsing: answer.body)
         let requests = (json["requests"]?.arrayValue ?? []).map { item in
             Request(

@@ -1,9 +1,10 @@
 // A stand-in for the widget service, for tests: a real HTTP/1.1 server on 127.0.0.1.
 //
 //   WidgetStandIn --token TOKEN [--path /widgets/power] [--port 0] [--body-key content]
-//                 [--methods PUT,PATCH]
+//                 [--methods PUT,PATCH] [--tls CERT_FILE KEY_FILE]
 //
-// It prints `listening on 127.0.0.1:PORT` once it accepts connections, then serves:
+// It prints `listening on 127.0.0.1:PORT` once it accepts connections (HTTPS with `--tls`, and then
+// first `control on 127.0.0.1:PORT`: /state and /control in plain HTTP), then serves:
 // - PUT PATH (application/json) and PATCH PATH (application/merge-patch+json), body
 //   {"content": …}, with `Authorization: Bearer TOKEN` (else 401): a full replace or an RFC 7396
 //   merge patch of the document, which must then pass the widget spec (else 422 with the reason);
@@ -19,6 +20,7 @@
 //   "headers" (the token as right or wrong), "status", "outcome": answered | slow | dropped}], "in_flight": n, "max_in_flight": n}. A
 //   request is in flight from the end of its headers until its answer is written or its client
 //   is gone.
+import COpenSSL
 import FlowCore
 import FoundationEssentials
 import Glibc
@@ -39,6 +41,7 @@ struct Options {
     var bodyKey = "content"
     var replaceMethod = "PUT"
     var patchMethod = "PATCH"
+    var tls: (certFile: String, keyFile: String)?
 }
 
 var options = Options()
@@ -48,6 +51,12 @@ while let word = arguments.popFirst() {
     case "--token": options.token = arguments.popFirst() ?? ""
     case "--path": options.path = arguments.popFirst() ?? options.path
     case "--port": options.port = Int(arguments.popFirst() ?? "") ?? 0
+    case "--tls":
+        guard let cert = arguments.popFirst(), let key = arguments.popFirst() else {
+            say("WidgetStandIn: --tls needs CERT_FILE KEY_FILE", to: 2)
+            exit(64)
+        }
+        options.tls = (cert, key)
     case "--body-key": options.bodyKey = arguments.popFirst() ?? options.bodyKey
     case "--methods":
         let methods = (arguments.popFirst() ?? "").split(separator: ",").map(String.init)
@@ -112,15 +121,36 @@ final class StandIn: Sendable {
     let options: Options
     let state = Mutex(State())
     let listener = Mutex<Int32>(-1)
+    /// The server's SSL_CTX with `--tls`; set up before the first connection, then only read.
+    nonisolated(unsafe) let tls: OpaquePointer?
 
-    init(options: Options) { self.options = options }
+    init(options: Options) {
+        self.options = options
+        tls = options.tls.map { files in
+            guard let context = SSL_CTX_new(TLS_server_method()),
+                  SSL_CTX_use_certificate_chain_file(context, files.certFile) == 1,
+                  SSL_CTX_use_PrivateKey_file(context, files.keyFile, SSL_FILETYPE_PEM) == 1
+            else {
+                say("WidgetStandIn: cannot use \(files.certFile) and \(files.keyFile) for TLS", to: 2)
+                exit(1)
+            }
+            return context
+        }
+    }
 
     static func now() -> Double { Date().timeIntervalSince1970 }
 
     // MARK: Listening
 
-    /// Binds 127.0.0.1:`port` (0: any free one) and returns the port.
+    /// The widget's listener on 127.0.0.1:`port` (0: any free one); returns the port.
     func listen(port: Int) -> Int? {
+        guard let (fd, port) = Self.listeningSocket(port: port) else { return nil }
+        listener.withLock { $0 = fd }
+        return port
+    }
+
+    /// A listening socket on 127.0.0.1:`port`, and its port.
+    static func listeningSocket(port: Int) -> (fd: Int32, port: Int)? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         var yes: Int32 = 1
@@ -139,8 +169,15 @@ final class StandIn: Sendable {
             close(fd)
             return nil
         }
-        listener.withLock { $0 = fd }
-        return Int(UInt16(bigEndian: address.sin_port))
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    /// With TLS, /state and /control are also served in plain HTTP on a listener of their own.
+    func controlLoop(_ fd: Int32) -> Never {
+        while true {
+            let client = accept(fd, nil, nil)
+            if client >= 0 { spawn { self.serve(client, tls: nil) } }
+        }
     }
 
     func acceptLoop(port: Int) -> Never {
@@ -149,7 +186,7 @@ final class StandIn: Sendable {
             let client = accept(fd, nil, nil)
             if client >= 0 {
                 state.withLock { _ = $0.connections.insert(client) }
-                spawn { self.serve(client) }
+                spawn { self.serve(client, tls: self.tls) }
                 continue
             }
             // The listener was closed for an outage: wait for its end and listen again.
@@ -177,13 +214,14 @@ final class StandIn: Sendable {
 
     // MARK: Connections
 
-    func serve(_ fd: Int32) {
+    func serve(_ fd: Int32, tls: OpaquePointer?) {
         defer {
             state.withLock { _ = $0.connections.remove(fd) }
             close(fd)
         }
+        guard let connection = Connection(fd: fd, tls: tls) else { return }  // a failed TLS handshake
         var buffer: [UInt8] = []
-        while let request = read(fd, &buffer) {
+        while let request = read(connection, &buffer) {
             let counted = request.path == options.path
             if counted {
                 state.withLock { state in
@@ -194,7 +232,7 @@ final class StandIn: Sendable {
             let answer = handle(request)
             var clientStayed = true
             if answer.delaySeconds > 0 { clientStayed = waitUnlessHungUp(fd, seconds: answer.delaySeconds) }
-            if clientStayed && !answer.drop { write(answer, to: fd) }
+            if clientStayed && !answer.drop { write(answer, to: connection) }
             answer.then?()
             if counted { state.withLock { $0.inFlight -= 1 } }
             if answer.drop || !clientStayed || request.header("connection")?.lowercased() == "close" { return }
@@ -219,12 +257,12 @@ final class StandIn: Sendable {
     }
 
     /// The next request on the connection; nil at its end or on garbage.
-    func read(_ fd: Int32, _ buffer: inout [UInt8]) -> HTTPRequest? {
+    func read(_ connection: Connection, _ buffer: inout [UInt8]) -> HTTPRequest? {
         let separator: [UInt8] = Array("\r\n\r\n".utf8)
         var headerEnd: Int?
         while headerEnd == nil {
             headerEnd = buffer.firstRange(of: separator)?.upperBound
-            if headerEnd == nil, !fill(fd, &buffer) { return nil }
+            if headerEnd == nil, !connection.receive(into: &buffer) { return nil }
         }
         let lines = String(decoding: buffer[..<headerEnd!], as: UTF8.self).split(separator: "\r\n")
         let requestLine = lines.first?.split(separator: " ") ?? []
@@ -235,44 +273,23 @@ final class StandIn: Sendable {
             headers[line[..<colon].lowercased()] = String(line[line.index(after: colon)...].drop { $0 == " " })
         }
         let length = Int(headers["content-length"] ?? "0") ?? 0
-        if headers["expect"]?.lowercased() == "100-continue" { send(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) }
+        if headers["expect"]?.lowercased() == "100-continue" { connection.send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) }
         while buffer.count < headerEnd! + length {
-            if !fill(fd, &buffer) { return nil }
+            if !connection.receive(into: &buffer) { return nil }
         }
         let body = Array(buffer[headerEnd!..<(headerEnd! + length)])
         buffer.removeFirst(headerEnd! + length)
         return HTTPRequest(method: String(requestLine[0]), path: String(requestLine[1]), headers: headers, body: body)
     }
 
-    func fill(_ fd: Int32, _ buffer: inout [UInt8]) -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        let count = recv(fd, &chunk, chunk.count, 0)
-        if count < 0 && errno == EINTR { return true }
-        guard count > 0 else { return false }
-        buffer.append(contentsOf: chunk[..<count])
-        return true
-    }
-
-    func write(_ answer: Answer, to fd: Int32) {
+    func write(_ answer: Answer, to connection: Connection) {
         let body = answer.body.encoded()
         let reason = [200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
                       409: "Conflict", 415: "Unsupported Media Type", 422: "Unprocessable Content",
                       429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"][answer.status] ?? "Status"
         var head = "HTTP/1.1 \(answer.status) \(reason)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n"
         for line in answer.extraHeaders { head += line + "\r\n" }
-        send(fd, Array((head + "\r\n").utf8) + body)
-    }
-
-    func send(_ fd: Int32, _ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let count = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if count <= 0 {
-                if count < 0 && errno == EINTR { continue }
-                return
-            }
-            offset += count
-        }
+        connection.send(Array((head + "\r\n").utf8) + body)
     }
 
     // MARK: The API
@@ -387,6 +404,58 @@ final class StandIn: Sendable {
     }
 }
 
+/// One client's connection, plain or TLS (`SSL_accept` done in `init`).
+final class Connection {
+    let fd: Int32
+    private let ssl: OpaquePointer?
+
+    init?(fd: Int32, tls: OpaquePointer?) {
+        self.fd = fd
+        guard let tls else {
+            ssl = nil
+            return
+        }
+        guard let ssl = SSL_new(tls) else { return nil }
+        self.ssl = ssl
+        SSL_set_fd(ssl, fd)
+        if SSL_accept(ssl) != 1 { return nil }
+    }
+
+    deinit {
+        if let ssl {
+            SSL_shutdown(ssl)
+            SSL_free(ssl)
+        }
+    }
+
+    /// Appends what arrives next; false at the end of the connection.
+    func receive(into buffer: inout [UInt8]) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = ssl.map { Int(SSL_read($0, &chunk, Int32(chunk.count))) } ?? recv(fd, &chunk, chunk.count, 0)
+            if count < 0 && ssl == nil && errno == EINTR { continue }
+            guard count > 0 else { return false }
+            buffer.append(contentsOf: chunk[..<count])
+            return true
+        }
+    }
+
+    func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes[offset...].withUnsafeBytes { raw in
+                ssl.map { Int(SSL_write($0, raw.baseAddress, Int32(raw.count))) }
+                    ?? Glibc.send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL))
+            }
+            if count <= 0 {
+                if count < 0 && ssl == nil && errno == EINTR { continue }
+                return
+            }
+            offset += count
+        }
+    }
+}
+
 /// Runs `body` on a thread of its own.
 func spawn(_ body: @escaping @Sendable () -> Void) {
     final class Box: Sendable {
@@ -409,6 +478,10 @@ let standIn = StandIn(options: options)
 guard let port = standIn.listen(port: options.port) else {
     say("WidgetStandIn: cannot listen on 127.0.0.1:\(options.port): \(String(cString: strerror(errno)))", to: 2)
     exit(1)
+}
+if standIn.tls != nil, let (fd, controlPort) = StandIn.listeningSocket(port: 0) {
+    spawn { standIn.controlLoop(fd) }
+    say("control on 127.0.0.1:\(controlPort)", to: 1)
 }
 say("listening on 127.0.0.1:\(port)", to: 1)
 standIn.acceptLoop(port: port)
