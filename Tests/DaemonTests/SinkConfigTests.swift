@@ -50,6 +50,22 @@ import Testing
         #expect(config.hasSink)
     }
 
+    /// The commented sinks of Config/example.yaml are valid once uncommented.
+    @Test func theExamplesSinksAreValidUncommented() throws {
+        let text = try String(contentsOf: Repository.root.appendingPathComponent("Config/example.yaml"), encoding: .utf8)
+        let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            guard ["    # push:", "    #   ", "# output:", "#   stdout:"].contains(where: line.hasPrefix),
+                  let hash = line.firstRange(of: "# ")
+            else { return String(line) }
+            return String(line[..<hash.lowerBound] + line[hash.upperBound...])
+        }.joined(separator: "\n")
+        let config = try DaemonConfig.parse(uncommented, file: "example.yaml")
+        #expect(config.pushes.map(\.widget) == ["power"])
+        #expect(config.pushes.first?.tokenFile == "widget-token")
+        #expect(config.pushes.first?.api.headers == [.init(name: "X-Client", value: "flowbridge")])
+        #expect(config.output.stdout)
+    }
+
     @Test func defaultsFollowTheContract() throws {
         let config = try DaemonConfig.parse(Self.base + "    push: {url: \"http://127.0.0.1:8080/w\", token_file: widget-token}\n", file: "c.yaml")
         let api = try #require(config.pushes.first?.api)
