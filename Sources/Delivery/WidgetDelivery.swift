@@ -91,6 +91,9 @@ public struct WidgetDelivery: Sendable {
     private var failures = 0
     private var failingSince: ContinuousClock.Instant?
     private var lastFailureReport: ContinuousClock.Instant?
+    /// Rejections are logged at most once a minute, counting the ones held back.
+    private var lastRejectionReport: ContinuousClock.Instant?
+    private var rejectionsSinceReport = 0
     private var sentAny = false
 
     public init(name: String, retry: Retry) {
@@ -151,13 +154,23 @@ public struct WidgetDelivery: Sendable {
             return Diagnostic(.info, "\(name): delivered again after \(failures) failed attempt\(failures == 1 ? "" : "s") over \(Self.format(seconds: (now - failingSince).seconds))")
 
         case .rejected(let reason):
+            let message: String
             if request.kind == .patch {
                 inDoubt = true  // resync at once: exactly one full replace
-                return Diagnostic(.error, "\(name): the widget API rejected the patch (\(reason)); resyncing with a full replace")
+                message = "\(name): the widget API rejected the patch (\(reason)); resyncing with a full replace"
+            } else {
+                rejected = request.document
+                let delay = recordFailure(at: now, seconds: backoffSeconds(jitter: jitter))
+                message = "\(name): the widget API rejected the full replace (\(reason)); it is not sent again, the next change goes out in \(Self.format(seconds: delay)) at the earliest"
             }
-            rejected = request.document
-            let delay = recordFailure(at: now, seconds: backoffSeconds(jitter: jitter))
-            return Diagnostic(.error, "\(name): the widget API rejected the full replace (\(reason)); it is not sent again, the next change goes out in \(Self.format(seconds: delay)) at the earliest")
+            // An API that rejects every patch would otherwise log on every push.
+            if let last = lastRejectionReport, (now - last).seconds < 60 {
+                rejectionsSinceReport += 1
+                return nil
+            }
+            defer { (lastRejectionReport, rejectionsSinceReport) = (now, 0) }
+            let held = rejectionsSinceReport > 0 ? " (\(rejectionsSinceReport) more rejections since the last report)" : ""
+            return Diagnostic(.error, message + held)
 
         case .refused(let reason):
             let delay = recordFailure(at: now, seconds: retry.maxSeconds)

@@ -107,6 +107,24 @@ import Testing
         #expect(Self.request(delivery, at: 100)?.content == Self.document(300))
     }
 
+    /// An API that rejects every patch (and takes every full replace) is reported once a minute,
+    /// not on every push.
+    @Test func rejectionsAreLoggedAtMostOnceAMinute() {
+        var delivery = Self.delivered()
+        var lines: [Diagnostic] = []
+        for second in 1...90 {
+            delivery.offer(Self.document(Double(second * 10)))
+            let patch = Self.request(delivery, at: Double(second))!
+            #expect(patch.kind == .patch)
+            delivery.complete(patch, .rejected(reason: "HTTP 400"), at: Self.at(Double(second)), jitter: 0).map { lines.append($0) }
+            let replace = Self.request(delivery, at: Double(second))!
+            #expect(replace.kind == .replace)
+            #expect(delivery.complete(replace, .delivered, at: Self.at(Double(second)), jitter: 0) == nil)
+        }
+        #expect(lines.count == 2, "\(lines)")
+        #expect(lines.last?.message.contains("(59 more rejections since the last report)") == true, "\(lines)")
+    }
+
     @Test func retryAfterAndRefusalsSetTheWait() {
         var delivery = Self.delivered()
         delivery.offer(Self.document(200))
