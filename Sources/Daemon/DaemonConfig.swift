@@ -224,13 +224,13 @@ struct ConfigLoader {
             return nil
         }
         var widget = FlowWidgetConfig(name: name)
+        _ = map.value("push")  // a sink's setting: loadSinks reads it
         widget.shared = SharedContent(
             label: map.text("label"), subtitle: map.text("subtitle"), icon: map.text("icon", limit: 128),
             accentColor: map.text("accent_color"), backgroundColor: map.text("background_color"),
             textColor: map.text("text_color"))
         if let unit = map.text("unit", limit: 32) { widget.unit = unit }
         if let policyNode = map.value("policy") { widget.policy = loadPolicy(policyNode, map.childPath("policy")) }
-        _ = map.value("push")  // a sink's setting: loadSinks reads it
         guard let flowNode = map.required("flow"), var flow = reader.mapping(flowNode, map.childPath("flow")) else {
             return nil
         }
