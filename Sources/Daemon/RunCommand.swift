@@ -132,7 +132,7 @@ struct RunCommand {
 
     /// The broker password from its file (a systemd credential) or environment variable.
     func password(_ settings: MQTTSettings) throws -> String? {
-        try Secret.read(file: settings.passwordFile, variable: settings.passwordEnv, key: "mqtt.password", configFile: configPath)
+        try Credential.read(file: settings.passwordFile, variable: settings.passwordEnv, key: "mqtt.password", configFile: configPath)
     }
 
     /// SIGHUP: a new config takes over the engine (the day carries over); a broken one changes nothing.

@@ -11,7 +11,7 @@ public struct PushSettings: Sendable, Equatable {
 
     /// The token for the sink; throws when its file or variable is missing.
     func token(configFile: String) throws(ConfigError) -> String? {
-        try Secret.read(file: tokenFile, variable: tokenEnv, key: "widgets.\(widget).push.token", configFile: configFile)
+        try Credential.read(file: tokenFile, variable: tokenEnv, key: "widgets.\(widget).push.token", configFile: configFile)
     }
 }
 

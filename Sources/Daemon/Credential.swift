@@ -2,7 +2,7 @@ import Glibc
 
 /// The secrets of a config (the broker password, each widget's API token) are never written into
 /// it: they come from a file or an environment variable. One lookup serves them all.
-enum Secret {
+enum Credential {
     /// Reads the secret from `file` or, without one, from the environment variable `variable`;
     /// nil when neither is set.
     ///
