@@ -14,8 +14,8 @@ enum HTTPResult: Sendable, Equatable {
 ///
 /// Keeping the handle keeps its connection: one TCP (and TLS) handshake per outage, not per push.
 /// Redirects are not followed (a PUT with the token must not wander to another host), signals are
-/// not used (the daemon has many threads), and `abort()` lets another thread end a transfer that
-/// would outlast the daemon's shutdown.
+/// not used (the daemon has many threads), HTTP/1.1 is enough for one request at a time, and the
+/// `abort` flag lets another thread end a transfer that would outlast the daemon's shutdown.
 final class CurlSession {
     struct Options {
         var url: String
@@ -100,9 +100,7 @@ final class CurlSession {
             set("SSL_VERIFYPEER", CURLOPT_SSL_VERIFYPEER, 0)
             set("SSL_VERIFYHOST", CURLOPT_SSL_VERIFYHOST, 0)
         }
-        if !failed.isEmpty {
-            curl.pointee.easy_cleanup(handle)
-            errorBuffer.deallocate()
+        if !failed.isEmpty {  // deinit frees the handle
             throw SetupError(description: "libcurl refuses the options \(failed.joined(separator: ", "))")
         }
     }
