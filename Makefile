@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 # Debian packages the build, the tests and the benchmark need.
-DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev \
+DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev libssl-dev \
                 mosquitto mosquitto-clients openssl tzdata systemd strace
 # And what the ingest benchmark needs besides: a C compiler for its publisher, Python for the paho
 # bridge (paho-mqtt itself goes into a throwaway virtual environment), mqtt2prometheus.

@@ -13,20 +13,23 @@ let package = Package(
         .systemLibrary(
             name: "CMosquitto", pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]),
-        .systemLibrary(
-            name: "CCurl", pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl's headers only: the library is loaded when a widget API sink starts (see shim.h).
+        // Debian: libcurl4-openssl-dev.
+        .systemLibrary(name: "CCurl"),
         .systemLibrary(
             name: "CYAML", pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]),
         .target(name: "FlowCore"),
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
-        .target(name: "Delivery", dependencies: ["FlowCore"]),
+        .target(name: "Delivery", dependencies: ["FlowCore", "CCurl"]),
         .target(name: "Rendering", dependencies: ["FlowCore"]),
         .target(name: "Simulator", dependencies: ["FlowCore", "Mosquitto"]),
         .target(name: "Daemon", dependencies: ["FlowCore", "CYAML", "Mosquitto", "Delivery", "Rendering", "Simulator"]),
         .executableTarget(name: "flowbridge", dependencies: ["Daemon"]),
         .target(name: "TestSupport", dependencies: ["FlowCore"], path: "Tests/TestSupport"),
+        // The widget service as tests meet it: a real HTTP(S) server that can be told to fail.
+        .systemLibrary(name: "COpenSSL", path: "Tests/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .executableTarget(name: "WidgetStandIn", dependencies: ["FlowCore", "COpenSSL"], path: "Tests/WidgetStandIn"),
         .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore", "TestSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "FlowCore", "Simulator", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "TestSupport"]),

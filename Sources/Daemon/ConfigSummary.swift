@@ -26,7 +26,9 @@ struct ConfigSummary {
                 if let total = node.total { lines.append("      total = \(describe(total, sources: sources))") }
                 lines.append("      when stale: \(node.whenStale.rawValue)")
             }
+            lines += pushLines(widget: widget.name)
         }
+        lines += outputLines
         return lines.joined(separator: "\n") + "\n"
     }
 

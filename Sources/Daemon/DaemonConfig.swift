@@ -1,3 +1,4 @@
+import Delivery
 import FlowCore
 import FoundationEssentials
 import Glibc
@@ -111,6 +112,9 @@ public struct DaemonConfig: Sendable, Equatable {
     public var flow: FlowConfig
     /// Where the day's state is kept; nil: `$STATE_DIRECTORY/state.json` or the default.
     public var stateFile: String?
+    /// Where pushes go (see SinkConfig.swift): per widget to the widget API, and to `output:`.
+    public var pushes: [PushSettings] = []
+    public var output = OutputSettings()
 
     /// Config files are a few kB; a larger one is a mistake (`--config /dev/zero`), said as such.
     public static let sizeLimit = 1 << 20
@@ -175,10 +179,11 @@ struct ConfigLoader {
             }
             if mapping.pairs.isEmpty { reader.report("widgets", node, "needs at least one widget") }
         }
+        let sinks = loadSinks(&top)
         top.finish()
         return DaemonConfig(
             timezone: timezone, mqtt: mqtt, keepalives: keepalives, flow: FlowConfig(sources: sources, widgets: widgets),
-            stateFile: stateFile)
+            stateFile: stateFile, pushes: sinks.pushes, output: sinks.output)
     }
 
     /// The state file a run would use must be a flowbridge state or nothing yet: a directory, the
@@ -239,7 +244,7 @@ struct ConfigLoader {
             let key = settings.passwordFile != nil ? "password_file" : "password_env"
             reader.report(map.childPath(key), map.value(key), "a password needs a username (mqtt.username)")
         } else if let context {
-            settings.password = loadPassword(&map, settings, context: context)
+            settings.password = loadSecret(&map, "password", file: settings.passwordFile, variable: settings.passwordEnv, context: context)
         }
         if let version = map.value("protocol") {
             switch version.scalarValue {
@@ -286,30 +291,35 @@ struct ConfigLoader {
         return settings
     }
 
-    /// The broker password from its file (a systemd credential) or its environment variable.
-    func loadPassword(_ map: inout MappingReader, _ settings: MQTTSettings, context: ConfigContext) -> Secret? {
-        if let file = settings.passwordFile {
-            let key = map.childPath("password_file")
+    /// A secret (the broker password, a widget API token) from `<key>_file` (a systemd credential
+    /// when relative) or `<key>_env`, never from the config itself. Trailing line breaks are not
+    /// part of it (an editor's last newline); an empty file is a problem, since a `LoadCredential=`
+    /// file that is missing arrives as the unit's empty default. Problems name the key and line,
+    /// never the secret.
+    func loadSecret(_ map: inout MappingReader, _ key: String, file: String?, variable: String?, context: ConfigContext) -> Secret? {
+        let fileKey = "\(key)_file"
+        if let file {
             guard let path = context.credentialPath(file) else {
-                reader.report(key, map.value("password_file"), "'\(file)' is a credential name, and $CREDENTIALS_DIRECTORY is unset (systemd sets it for LoadCredential=); outside systemd, give the file's full path, or set CREDENTIALS_DIRECTORY to the folder that holds it")
+                reader.report(map.childPath(fileKey), map.value(fileKey), "'\(file)' is a credential name, and $CREDENTIALS_DIRECTORY is unset (systemd sets it for LoadCredential=); outside systemd, give the file's full path, or set CREDENTIALS_DIRECTORY to the folder that holds it")
                 return nil
             }
             do {
                 var text = String(decoding: try FileIO.read(path, limit: 65_536), as: UTF8.self)
                 while text.last == "\n" || text.last == "\r" { text.removeLast() }
                 if text.isEmpty {
-                    reader.report(key, map.value("password_file"), "\(path) is empty (a LoadCredential= file that is missing arrives as the unit's empty default)")
+                    reader.report(map.childPath(fileKey), map.value(fileKey), "\(path) is empty (a LoadCredential= file that is missing arrives as the unit's empty default)")
                     return nil
                 }
                 return Secret(text)
             } catch {
-                reader.report(key, map.value("password_file"), "cannot read \(error)")
+                reader.report(map.childPath(fileKey), map.value(fileKey), "cannot read \(error)")
                 return nil
             }
         }
-        if let name = settings.passwordEnv {
-            guard let value = context.environment[name] else {
-                reader.report(map.childPath("password_env"), map.value("password_env"), "the environment variable \(name) is not set")
+        if let variable {
+            let envKey = "\(key)_env"
+            guard let value = context.environment[variable] else {
+                reader.report(map.childPath(envKey), map.value(envKey), "the environment variable \(variable) is not set")
                 return nil
             }
             return Secret(value)
@@ -414,6 +424,7 @@ struct ConfigLoader {
             return nil
         }
         var widget = FlowWidgetConfig(name: name)
+        _ = map.value("push")  // a sink's setting: loadSinks reads it
         widget.shared = SharedContent(
             label: map.text("label"), subtitle: map.text("subtitle"), icon: map.text("icon", limit: 128),
             accentColor: map.text("accent_color"), backgroundColor: map.text("background_color"),

@@ -44,7 +44,13 @@ struct RunCommand {
                 log.log(.warning, "\(error); the state cannot be written either")
             }
         }
-        let sinks = Self.sinks(for: config, zone: zone, log: log)
+        let sinks: [any Sink]
+        do {
+            sinks = try SinkSelection.make(config: config, dryRun: dryRun, zone: zone, log: log)
+        } catch {
+            log.log(.error, "cannot start delivering: \(error)")
+            return Commands.configError
+        }
         let engine: FlowEngine
         do {
             engine = try Bridge.engine(
@@ -70,8 +76,6 @@ struct RunCommand {
         let signals = SignalEvents([SIGTERM, SIGINT, SIGHUP])
         if dryRun {
             log.log(.info, "dry run: pushes go to standard output; nothing is delivered or published, and \(store.path) is only read")
-        } else {
-            log.log(.info, "no widget API sink yet: pushes go to standard output as NDJSON")
         }
         log.log(.info, "flowbridge \(Commands.version) started: \(config.flow.sources.count) sources, broker \(broker), day in \(zone.identifier), state \(store.path)")
         // Configured, state loaded, client running: ready, whether or not the broker answers yet.
@@ -152,11 +156,6 @@ struct RunCommand {
         return 0
     }
 
-    /// Where the pushes go. Standard output is the only sink so far; a dry run keeps it that way.
-    static func sinks(for config: DaemonConfig, zone: any LocalTimeZone, log: Logger) -> [any Sink] {
-        [StdoutSink(zone: zone, log: { [log] in log.log($0) })]
-    }
-
     /// Every source's topic filter, once.
     static func subscriptions(of config: DaemonConfig) -> [String] {
         var seen: Set<String> = []
@@ -174,7 +173,8 @@ struct RunCommand {
         let running = bridge.config
         let pending = [
             ("broker settings", fresh.mqtt != running.mqtt), ("state_file", fresh.stateFile != running.stateFile),
-            ("timezone", fresh.timezone != running.timezone),
+            ("timezone", fresh.timezone != running.timezone), ("push", fresh.pushes != running.pushes),
+            ("output", fresh.output != running.output),
         ].filter(\.1).map(\.0)
         if !pending.isEmpty {
             log.log(.warning, "reload: \(pending.joined(separator: ", ")) changed; that takes effect at the next restart")
@@ -183,6 +183,8 @@ struct RunCommand {
         fresh.mqtt = running.mqtt
         fresh.stateFile = running.stateFile
         fresh.timezone = running.timezone
+        fresh.pushes = running.pushes
+        fresh.output = running.output
         do {
             try bridge.replaceEngine(config: fresh)
         } catch {

@@ -67,10 +67,12 @@ struct RunTests {
         }
     }
 
-    static func config(port: Int, state: String, extra: String = "") -> String {
+    /// The test home; `stdout`: its pushes as NDJSON on standard output (the daemon's output file).
+    static func config(port: Int, state: String, extra: String = "", stdout: Bool = true) -> String {
         """
         mqtt: {host: 127.0.0.1, port: \(port), client_id: flowbridge-test\(extra)}
         state_file: \(state)
+        output: {stdout: \(stdout)}
         sources:
           solar: {topic: solar/ac/power, stale_after: 5m}
           grid: {topic: "shellypro3em-abc/status/em:0", json: total_act_power}

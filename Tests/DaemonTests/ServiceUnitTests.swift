@@ -2,6 +2,7 @@ import FlowCore
 import Foundation
 import Glibc
 import TestSupport
+import Synchronization
 import Testing
 
 /// `deploy/flowbridge.service` holds what it promises, without a running systemd: the system calls
@@ -30,15 +31,44 @@ struct ServiceUnitTests {
         var testDescription: String { name }
 
         /// What a session has at hand.
-        struct Context: Sendable {
+        final class Context: Sendable {
             let broker: MosquittoBroker
             let folder: URL
+            /// `$CREDENTIALS_DIRECTORY` of the daemon.
+            let credentials: URL
             /// The daemon's output so far (pushes and log lines).
             let output: @Sendable () -> String
+            /// What the session started and needs until the end (a server).
+            let objects = Mutex<[any Sendable]>([])
+            func keep(_ object: any Sendable) { objects.withLock { $0.append(object) } }
+            var kept: [any Sendable] { objects.withLock { $0 } }
+
+            init(broker: MosquittoBroker, folder: URL, credentials: URL, output: @escaping @Sendable () -> String) {
+                self.broker = broker
+                self.folder = folder
+                self.credentials = credentials
+                self.output = output
+            }
         }
 
         static let all: [Session] = [
             Session(name: "stdout sink"),
+            // libcurl over HTTPS to the widget stand-in, its token a credential: PUT, then a PATCH.
+            Session(
+                name: "widget API sink",
+                extraConfig: { context in
+                    let service = try await WidgetStandIn(tls: true)
+                    context.keep(service)
+                    try Data((service.token + "\n").utf8).write(to: context.credentials.appendingPathComponent("widget-token"))
+                    let ca = try #require(service.tlsFiles).caFile
+                    return "\n    push: {url: \"\(service.url)\", token_file: widget-token, ca_file: \(ca)}\n"
+                },
+                exercise: { context in
+                    let service = try #require(context.kept.first as? WidgetStandIn)
+                    try await context.broker.publish(topic: "grid/power", payload: "-250")
+                    let delivered = await service.waitUntil { $0.requests.map(\.method) == ["PUT", "PATCH"] }
+                    #expect(delivered != nil, "\(context.output())")
+                }),
         ]
     }
 
@@ -55,10 +85,12 @@ struct ServiceUnitTests {
         let stateDirectory = folder.url.appendingPathComponent("state")
         try FileManager.default.createDirectory(at: stateDirectory, withIntermediateDirectories: true)
         let output = folder.url.appendingPathComponent("out.log").path
-        let context = Session.Context(broker: broker, folder: folder.url, output: { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" })
+        let context = Session.Context(
+            broker: broker, folder: folder.url, credentials: credentials, output: { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" })
         let config = """
             mqtt: {host: 127.0.0.1, port: \(broker.port), client_id: flowbridge-strace, username: meter, password_file: mqtt-password, tls: {ca_file: \(tls.caFile)}}
             keepalive: [{topic: R/c0619ab1d2e3/keepalive, interval: 1s}]
+            output: {stdout: true}
             sources:
               solar: {topic: solar/ac/power}
               grid: {topic: grid/power}
@@ -69,7 +101,7 @@ struct ServiceUnitTests {
                   inputs: [{name: Solar, rate: solar, total: integrate}]
                   exchange: {name: Grid, rate: grid, total: import}
                   output: {name: Home, rate: balance}
-                policy: {min_interval: 0s, rate_step: 1, rate_deadband: 0}
+                policy: {min_interval: 0s, settle: 0s, rate_step: 1, rate_deadband: 0}
             """ + (try await session.extraConfig(context))
         let configPath = try folder.write("config.yaml", config)
         let notify = try NotifySocket(in: folder)

@@ -34,10 +34,11 @@ enum Repository {
 }
 
 /// Runs the flowbridge binary; returns exit status, standard output and standard error.
-func runFlowbridge(_ arguments: [String], stdin: String? = nil) throws -> (status: Int32, out: String, err: String) {
+func runFlowbridge(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: Repository.binary)
     process.arguments = arguments
+    if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
     let out = Pipe()
     let err = Pipe()
     let input = Pipe()

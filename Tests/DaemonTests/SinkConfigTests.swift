@@ -1,0 +1,132 @@
+import Daemon
+import Delivery
+import FlowCore
+import Foundation
+import Testing
+
+/// `push:` of a widget and `output:`: read, checked (all problems at once, with key and line) and
+/// shown by `check` without secrets.
+@Suite struct SinkConfigTests {
+    static let base = """
+        sources:
+          grid: {topic: x}
+        widgets:
+          power:
+            template: flow
+            flow: {exchange: {rate: grid}}
+
+        """
+
+    @Test func everyPushKeyIsRead() throws {
+        let text = Self.base + """
+                push:
+                  url: https://widgets.example.com/api/v1/widgets/abc123/content
+                  token_env: WIDGET_TOKEN
+                  methods: {replace: POST, patch: PATCH}
+                  headers: {X-Client: flowbridge, X-Tenant: home}
+                  body_key: data
+                  connect_timeout: 3s
+                  timeout: 20s
+                  ca_file: /etc/flowbridge/ca.pem
+                  retry: {min: 2s, max: 10m}
+            output: {stdout: true}
+
+            """
+        let config = try DaemonConfig.parse(text, file: "config.yaml")
+        let push = try #require(config.pushes.first)
+        #expect(config.pushes.count == 1)
+        #expect(push.widget == "power")
+        #expect(push.tokenEnv == "WIDGET_TOKEN" && push.tokenFile == nil)
+        var expected = WidgetAPISettings(url: "https://widgets.example.com/api/v1/widgets/abc123/content")
+        expected.replaceMethod = "POST"
+        expected.headers = [.init(name: "X-Client", value: "flowbridge"), .init(name: "X-Tenant", value: "home")]
+        expected.bodyKey = "data"
+        expected.connectTimeoutSeconds = 3
+        expected.timeoutSeconds = 20
+        expected.caFile = "/etc/flowbridge/ca.pem"
+        expected.retry = WidgetDelivery.Retry(minSeconds: 2, maxSeconds: 600)
+        #expect(push.api == expected)
+        #expect(config.output.stdout)
+        #expect(config.hasSink)
+    }
+
+    /// The commented sinks of Config/example.yaml are valid once uncommented.
+    @Test func theExamplesSinksAreValidUncommented() throws {
+        let text = try String(contentsOf: Repository.root.appendingPathComponent("Config/example.yaml"), encoding: .utf8)
+        let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            guard ["    # push:", "    #   ", "# output:", "#   stdout:"].contains(where: line.hasPrefix),
+                  let hash = line.firstRange(of: "# ")
+            else { return String(line) }
+            return String(line[..<hash.lowerBound] + line[hash.upperBound...])
+        }.joined(separator: "\n")
+        let config = try DaemonConfig.parse(uncommented, file: "example.yaml")
+        #expect(config.pushes.map(\.widget) == ["power"])
+        #expect(config.pushes.first?.tokenFile == "widget-token")
+        #expect(config.pushes.first?.api.headers == [.init(name: "X-Client", value: "flowbridge")])
+        #expect(config.output.stdout)
+    }
+
+    @Test func defaultsFollowTheContract() throws {
+        let config = try DaemonConfig.parse(Self.base + "    push: {url: \"http://127.0.0.1:8080/w\", token_file: widget-token}\n", file: "c.yaml")
+        let api = try #require(config.pushes.first?.api)
+        #expect(api.replaceMethod == "PUT" && api.patchMethod == "PATCH" && api.bodyKey == "content")
+        #expect(api.retry == WidgetDelivery.Retry(minSeconds: 1, maxSeconds: 300))
+        #expect(!api.insecure && api.caFile == nil)
+        #expect(!config.output.stdout)
+    }
+
+    @Test(arguments: [
+        ("    push: {token_file: t}\n", "line 7: widgets.power.push.url: is required"),
+        ("    push: {url: ftp://x/y, token_file: t}\n", "line 7: widgets.power.push.url: 'ftp://x/y' is not an http:// or https:// URL"),
+        ("    push: {url: \"https://x/y\", token: abc}\n", "line 7: widgets.power.push.token: write the token to a file"),
+        ("    push: {url: \"https://x/y\"}\n", "line 7: widgets.power.push: needs token_file or token_env"),
+        ("    push: {url: \"https://x/y\", token_file: t, token_env: T}\n", "widgets.power.push.token_env: write token_file or token_env, not both"),
+        ("    push: {url: \"https://x/y\", token_file: t, headers: {Authorization: Basic x}}\n",
+         "widgets.power.push.headers.Authorization: Authorization is set by flowbridge"),
+        ("    push: {url: \"https://x/y\", token_file: t, methods: {patch: patch}}\n", "widgets.power.push.methods.patch: 'patch' is not an HTTP method"),
+        ("    push: {url: \"https://x/y\", token_file: t, retry: {min: 0s}}\n", "widgets.power.push.retry.min: must be longer than 0s"),
+        ("    push: {url: \"https://x/y\", token_file: t, retry: {min: 10s, max: 1s}}\n", "widgets.power.push.retry.max: must not be shorter than min"),
+        ("    push: {url: \"https://x/y\", token_file: t, timeout: soon}\n", "widgets.power.push.timeout: 'soon' is not a duration"),
+        ("    push: {url: \"https://x/y\", token_file: t, proxy: p}\n", "widgets.power.push.proxy: unknown key"),
+        ("output: {stdout: yes please}\n", "line 7: output.stdout: expected true or false"),
+        ("output: {mqtt: {}}\n", "line 7: output.mqtt: unknown key"),
+    ])
+    func brokenSinkSettingsNameKeyAndLine(tail: String, expected: String) {
+        let error = #expect(throws: ConfigError.self) { try DaemonConfig.parse(Self.base + tail, file: "config.yaml") }
+        #expect(error?.description.contains(expected) == true, "\(error?.description ?? "no error")")
+    }
+
+    /// Problems of the sinks come with the others, all at once.
+    @Test func sinkProblemsComeWithTheOthers() {
+        let text = Self.base.replacingOccurrences(of: "rate: grid", with: "rate: gird") + "    push: {url: \"https://x/y\"}\n"
+        let error = #expect(throws: ConfigError.self) { try DaemonConfig.parse(text, file: "config.yaml") }
+        #expect(error?.problems.count == 2, "\(error?.description ?? "")")
+    }
+
+    /// `check` names each widget's sink, with the URL but without what may be secret in it.
+    @Test func checkShowsTheSinksWithoutSecrets() throws {
+        let folder = TemporaryFolder()
+        let path = try folder.write("c.yaml", Self.base + """
+                push: {url: "https://me:hunter2@widgets.example.com/w/abc?key=s3cret", token_file: widget-token}
+            output: {stdout: true}
+
+            """)
+        _ = try folder.write("widget-token", "t0ken\n")
+        let run = try runFlowbridge(["check", "--config", path], environment: ["CREDENTIALS_DIRECTORY": folder.url.path])
+        #expect(run.status == 0, "\(run.err)")
+        #expect(!run.out.contains("t0ken"))
+        #expect(run.out.contains("push to https://…@widgets.example.com/w/abc?…"), "\(run.out)")
+        #expect(run.out.contains("token from the credential widget-token ($CREDENTIALS_DIRECTORY)"), "\(run.out)")
+        #expect(run.out.contains("TLS verified against the system's certificates"))
+        #expect(run.out.contains("output: standard output (NDJSON)"))
+        #expect(!run.out.contains("hunter2") && !run.out.contains("s3cret"))
+        #expect(!run.out.contains("warning"))
+    }
+
+    @Test func checkWarnsWhenNothingIsDelivered() throws {
+        let folder = TemporaryFolder()
+        let run = try runFlowbridge(["check", "--config", try folder.write("c.yaml", Self.base)])
+        #expect(run.status == 0)
+        #expect(run.out.contains("warning: no sink: pushes are computed but go nowhere"), "\(run.out)")
+    }
+}
