@@ -29,7 +29,12 @@ public struct SystemdNotifier: Sendable {
         let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count)
         _ = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                Array(state.utf8).withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), socketAddress, length) }
+                // Never waits: a reader that is behind (a full datagram queue: ten by default) would
+                // otherwise block the tick, the reload or the stop that notifies. A lost watchdog
+                // ping or status line is followed by the next one.
+                Array(state.utf8).withUnsafeBytes {
+                    sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT), socketAddress, length)
+                }
             }
         }
     }

@@ -182,6 +182,23 @@ struct RunTests {
         #expect(await daemon.process.waitForExit(timeout: .seconds(2)))
     }
 
+    /// A notify socket whose reader is behind (its datagram queue full) blocks nothing: the daemon
+    /// connects, pushes and stops in time, and the status lines it could not send are dropped.
+    @Test func aNotifySocketNobodyReadsBlocksNothing() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let notify = try NotifySocket(in: folder)
+        #expect(notify.fillQueue() > 0)
+        let daemon = try Daemon(
+            config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("state.json").path), folder: folder,
+            environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"])
+        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":321}"#)
+        #expect(await daemon.waitFor(#""rate":321"#), "\(daemon.text)")
+        await daemon.stop()
+        #expect(daemon.text.contains("state written to"), "\(daemon.text)")
+    }
+
     @Test func passwordFromAFileAndTLSWithItsCA() async throws {
         let broker = try await MosquittoBroker(users: ["meter": "s3cret pass"], tls: true)
         let tls = try #require(broker.tlsFiles)
@@ -558,6 +575,27 @@ final class NotifySocket {
     }
 
     deinit { close(fd) }
+
+    /// Fills the socket's datagram queue without reading it, as a reader that fell behind leaves it;
+    /// returns how many datagrams it took.
+    func fillQueue() -> Int {
+        let sender = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(sender) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
+        }
+        var sent = 0
+        while withUnsafePointer(to: &address, {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(sender, "X=1", 3, Int32(MSG_DONTWAIT), $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }) == 3 {
+            sent += 1
+        }
+        return sent
+    }
 
     /// The next datagram (in order) that matches, polling without blocking a thread; nil on timeout.
     func next(timeout: Duration = .seconds(10), where matches: (String) -> Bool) async -> String? {
