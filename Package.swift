@@ -23,13 +23,15 @@ let package = Package(
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
         .target(name: "Delivery", dependencies: ["FlowCore"]),
         .target(name: "Rendering", dependencies: ["FlowCore"]),
-        .target(name: "Daemon", dependencies: ["FlowCore", "CYAML", "Mosquitto", "Delivery", "Rendering"]),
+        .target(name: "Discovery", dependencies: ["FlowCore"]),
+        .target(name: "Daemon", dependencies: ["FlowCore", "CYAML", "Mosquitto", "Delivery", "Rendering", "Discovery"]),
         .executableTarget(name: "flowbridge", dependencies: ["Daemon"]),
         .target(name: "TestSupport", dependencies: ["FlowCore"], path: "Tests/TestSupport"),
         .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "FlowCore", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Discovery", "FlowCore", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "TestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "FlowCore"]),
+        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "FlowCore"]),
     ]
 )
