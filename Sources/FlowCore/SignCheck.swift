@@ -288,7 +288,8 @@ public struct SignCheck: Sendable {
         var flips: [[String]] = []
         if 2 * clamp.exchangeSuspect > clamp.clamped { flips.append(sources(.exchange)) }
         if 2 * clamp.storageSuspect > clamp.clamped { flips.append(sources(.storage)) }
-        let parts = "last \(JSONValue.format(last.inputsW.rounded())) W + \(watts(last.exchangeW)) − \(watts(last.storageW)) = \(watts(last.inputsW + last.exchangeW - last.storageW))"
+        func plain(_ value: Double) -> String { JSONValue.format(value.rounded()) + " W" }
+        let parts = "last \(plain(last.inputsW)) + (\(plain(last.exchangeW))) − (\(plain(last.storageW))) = \(plain(last.inputsW + last.exchangeW - last.storageW))"
         return Verdict(
             place: place, check: .outputNotClamped, outcome: .wrong,
             evidence: "\(balance) was below 0 in \(clamp.clamped) of \(clamp.count) readings (\(parts)), so the output shows 0",
