@@ -37,8 +37,6 @@ struct BrokerAddress: Equatable {
 /// is asked to publish (`R/<portal>/keepalive`) as soon as one of its topics shows it.
 struct DiscoverCommand {
     static let defaultSeconds = 60.0
-    /// Venus OS stops after 60 s without a keepalive.
-    static let keepaliveSeconds = 30
 
     let broker: BrokerAddress
     let seconds: Double
@@ -69,24 +67,26 @@ struct DiscoverCommand {
         let address = "\(broker.host):\(broker.port)"
         log.log(.info, "listening \(JSONValue.format(seconds)) s to everything on \(address)")
         let discovery = Mutex(Discovery())
-        let asked = Mutex(Set<String>())
+        let asked = Mutex([KeepaliveSettings]())
         let own = OwnMessages(client: client, log: log)
         let log = log
         let outcome = await TimedListen(client: client, seconds: seconds, log: log).run(
-            connected: {
-                for topic in asked.withLock({ $0 }).sorted() { own.publish(topic: topic) }
-            },
+            connected: { own.sendKeepalives(asked.withLock { $0 }) },
             message: { message, _ in
                 discovery.withLock { $0.hear(topic: message.topic, payload: message.payload, retained: message.retained) }
                 // A Victron portal publishes only while asked: ask as soon as it shows itself.
-                guard let keepalive = Discovery.keepalive(for: message.topic), asked.withLock({ $0.insert(keepalive).inserted }) else { return }
-                log.log(.info, "Victron Venus OS found: asking it to publish (\(keepalive))")
-                own.publish(topic: keepalive)
+                guard let topic = Discovery.keepalive(for: message.topic) else { return }
+                let keepalive = KeepaliveSettings(topic: topic, intervalSeconds: Double(Discovery.keepaliveIntervalSeconds))
+                let new = asked.withLock { asked in
+                    if asked.contains(keepalive) { return false }
+                    asked.append(keepalive)
+                    return true
+                }
+                guard new else { return }
+                log.log(.info, "Victron Venus OS found: asking it to publish (\(topic))")
+                own.sendKeepalives([keepalive])
             },
-            tick: { second, _ in
-                guard second % Self.keepaliveSeconds == 0 else { return }
-                for topic in asked.withLock({ $0 }).sorted() { own.publish(topic: topic) }
-            })
+            tick: { second, _ in own.sendKeepalives(asked.withLock { $0 }, atSecond: second) })
         let catalog = discovery.withLock { $0.catalog }
         guard outcome.connected else {
             Commands.printError("flowbridge: never connected to \(address)\(outcome.lastProblem.map { ": \($0)" } ?? "")")

@@ -38,10 +38,7 @@ struct ListenCommand {
         let log = log
         let keepalives = config.keepalives
         let outcome = await TimedListen(client: client, seconds: seconds, log: log).run(
-            connected: {
-                // Venus OS publishes nothing until asked: ask at once.
-                for keepalive in keepalives { own.publish(topic: keepalive.topic) }
-            },
+            connected: { own.sendKeepalives(keepalives) },
             message: { message, now in
                 let diagnostics = report.withLock {
                     $0.receive(topic: message.topic, payload: message.payload, retained: message.retained && message.messageExpirySeconds == nil, at: now)
@@ -50,9 +47,7 @@ struct ListenCommand {
             },
             tick: { second, now in
                 report.withLock { $0.tick(at: now) }.forEach(log.log)
-                for keepalive in keepalives where second % max(1, Int(keepalive.intervalSeconds)) == 0 {
-                    own.publish(topic: keepalive.topic)
-                }
+                own.sendKeepalives(keepalives, atSecond: second)
             })
         return report.withLock { report in
             print(report.text(broker: broker, seconds: seconds, connection: outcome, at: Date()), terminator: "")

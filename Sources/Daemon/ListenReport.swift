@@ -60,21 +60,18 @@ struct ListenReport {
         outputs.compactMap { if case .diagnostic(let diagnostic) = $0 { diagnostic } else { nil } }
     }
 
-    /// The readings that are live now: from a live message, not older than the source's `stale_after`
-    /// (10 minutes where it has none).
+    /// The readings that are live now: from a live message, and not stale.
     func liveValues(at now: Date) -> [String: Double] {
         var values: [String: Double] = [:]
         let readings = engine.readings
         for source in config.flow.sources {
             guard let at = watches[source.name]?.liveReadingAt, let reading = readings[source.name],
-                  now.timeIntervalSince(at) < source.staleAfterSeconds ?? Self.defaultStaleSeconds
+                  now.timeIntervalSince(at) < source.staleAfterSeconds ?? .infinity
             else { continue }
             values[source.name] = reading.value
         }
         return values
     }
-
-    static let defaultStaleSeconds = 600.0
 
     mutating func observe(at now: Date) {
         let values = liveValues(at: now)

@@ -24,7 +24,7 @@ struct ConfigWriter {
         lines += ["", "mqtt: {host: \(YAMLScalar.text(host)), port: \(port)}"]
         if !plan.keepalives.isEmpty {
             lines += ["", "# Victron Venus OS publishes only while a client asks, at least every 60 s.", "keepalive:"]
-            lines += plan.keepalives.map { "  - {topic: \(YAMLScalar.text($0)), interval: 30s}" }
+            lines += plan.keepalives.map { "  - {topic: \(YAMLScalar.text($0)), interval: \(Discovery.keepaliveIntervalSeconds)s}" }
         }
         var names = SourceNames()
         var sourceLines: [String] = []

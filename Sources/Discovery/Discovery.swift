@@ -24,6 +24,9 @@ public struct Discovery: Sendable {
     /// publishes its readings only while asked: `R/<portal>/keepalive`), or nil.
     public static func keepalive(for topic: String) -> String? { VictronLayout.keepalive(for: topic) }
 
+    /// How often to ask (seconds): well inside the 60 s after which Venus OS stops publishing.
+    public static let keepaliveIntervalSeconds = VictronLayout.keepaliveIntervalSeconds
+
     /// What the devices heard so far make.
     public var plan: SetupPlan { SetupPlan(catalog: catalog, layouts: Self.layouts) }
 }

@@ -9,7 +9,7 @@ import FlowCore
 /// README and Venus OS's D-Bus paths.
 struct VictronLayout: DeviceLayout {
     /// Well inside the 60 s after which Venus OS stops publishing.
-    static let keepaliveInterval = "30s"
+    static let keepaliveIntervalSeconds = 30
     /// The keepalive republishes every value at least every `keepaliveInterval`.
     static let staleAfter = "5m"
 
