@@ -1,4 +1,5 @@
 import Delivery
+import Discovery
 import FlowCore
 import FoundationEssentials
 import Glibc
@@ -15,7 +16,7 @@ public enum Commands {
     static let usage = """
         usage: flowbridge run    [--config FILE] [--dry-run] [--state FILE] [--log-level debug|info|warning|error]
                flowbridge check  [--config FILE] [--state FILE] [--listen DURATION]
-               flowbridge discover --broker HOST[:PORT] [--listen DURATION] [--out FILE]
+               flowbridge discover --broker HOST[:PORT] [--username NAME --password-env VAR] [--listen DURATION] [--out FILE]
                flowbridge replay [--config FILE] [--final] [--state FILE] [--svg DIR] TRACE   (TRACE - for standard input)
                flowbridge render [--config FILE] [--state FILE] --out FILE.svg|DIR
                flowbridge --version
@@ -29,6 +30,8 @@ public enum Commands {
           --listen DURATION  check: watch every source this long (60s, 2m) and report what came and
                          whether the signs look right; discover: how long to listen (default 60s)
           --broker HOST[:PORT]  discover: the broker to listen to (port 1883 unless given)
+          --username NAME, --password-env VAR  discover: the broker login; the password is read
+                         from the environment variable VAR, and the config written refers to it
         """
 
     struct Arguments {
@@ -42,6 +45,8 @@ public enum Commands {
         /// `--listen`: seconds.
         var listen: Double?
         var broker: String?
+        var username: String?
+        var passwordEnv: String?
         var logLevel = Logger.Level.info
         var positional: [String] = []
     }
@@ -72,6 +77,8 @@ public enum Commands {
                 }
                 arguments.listen = seconds
             case "--broker": arguments.broker = try value(word)
+            case "--username": arguments.username = try value(word)
+            case "--password-env": arguments.passwordEnv = try value(word)
             case "--log-level":
                 let text = try value(word)
                 guard let level = Logger.Level(word: text) else { throw UsageError(message: "unknown log level '\(text)'") }
@@ -114,8 +121,17 @@ public enum Commands {
                 return usageFailure("discover needs --broker HOST[:PORT], and no other arguments")
             }
             guard let address = BrokerAddress(broker) else { return usageFailure("--broker: '\(broker)' is not HOST or HOST:PORT") }
+            if arguments.passwordEnv != nil, arguments.username == nil { return usageFailure("--password-env needs --username") }
+            var password: String?
+            if let variable = arguments.passwordEnv {
+                guard let value = ProcessInfo.processInfo.environment[variable] else {
+                    return usageFailure("--password-env: the environment variable \(variable) is not set")
+                }
+                password = value
+            }
             return await DiscoverCommand(
-                broker: address, seconds: arguments.listen ?? DiscoverCommand.defaultSeconds, out: arguments.out,
+                broker: BrokerSettings(host: address.host, port: address.port, username: arguments.username, passwordEnv: arguments.passwordEnv),
+                password: password, seconds: arguments.listen ?? DiscoverCommand.defaultSeconds, out: arguments.out,
                 log: Logger(threshold: arguments.logLevel)
             ).run()
         case "replay":

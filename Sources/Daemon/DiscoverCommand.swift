@@ -38,7 +38,10 @@ struct BrokerAddress: Equatable {
 struct DiscoverCommand {
     static let defaultSeconds = 60.0
 
-    let broker: BrokerAddress
+    /// Where to listen, and what the config written says of it.
+    let broker: BrokerSettings
+    /// From `--password-env`; the config refers to the variable, never holds the password.
+    let password: String?
     let seconds: Double
     /// The config file to write; nil: standard output.
     let out: String?
@@ -56,7 +59,8 @@ struct DiscoverCommand {
             Commands.printError("flowbridge: \(out) exists; discover writes a new file (give another --out, or move it away)")
             return Self.cannotWrite
         }
-        let options = MQTTOptions(host: broker.host, port: broker.port, clientID: "flowbridge-discover-\(getpid())")
+        let options = MQTTOptions(
+            host: broker.host, port: broker.port, clientID: "flowbridge-discover-\(getpid())", username: broker.username, password: password)
         let client: MQTTClient
         do {
             client = try MQTTClient(options: options, subscriptions: ["#"], qos: 0)
@@ -103,7 +107,7 @@ struct DiscoverCommand {
             Commands.printError(lines.joined(separator: "\n"))
             return Self.nothingFound
         }
-        let text = plan.configText(host: broker.host, port: broker.port, messages: catalog.messages, topics: catalog.records.count, seconds: seconds)
+        let text = plan.configText(broker: broker, heard: Heard(messages: catalog.messages, topics: catalog.records.count, seconds: seconds))
         let summary = [
             "recognized: " + plan.devices.joined(separator: "; "),
             "placed: " + placed(plan),

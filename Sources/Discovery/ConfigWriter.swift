@@ -3,12 +3,48 @@ import FlowCore
 /// Writes a setup plan as a config file: every source with a comment saying what the device
 /// publishes there (unit, sign, why the sign is flipped or not), the widget, and at the end what
 /// was left out or could not be placed.
+/// The broker a config reads from: its `mqtt:` section.
+public struct BrokerSettings: Sendable, Equatable {
+    public var host: String
+    public var port: Int
+    public var username: String?
+    /// The environment variable that holds the password (never the password itself).
+    public var passwordEnv: String?
+
+    public init(host: String, port: Int, username: String? = nil, passwordEnv: String? = nil) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.passwordEnv = passwordEnv
+    }
+
+    /// `{host: …, port: …, username: …, password_env: …}`.
+    var mapping: String {
+        var fields = ["host: \(YAMLScalar.text(host))", "port: \(port)"]
+        if let username { fields.append("username: \(YAMLScalar.text(username))") }
+        if let passwordEnv { fields.append("password_env: \(YAMLScalar.text(passwordEnv))") }
+        return "{\(fields.joined(separator: ", "))}"
+    }
+}
+
+/// How much was heard before the config was written, for its header.
+public struct Heard: Sendable, Equatable {
+    public var messages: Int
+    public var topics: Int
+    public var seconds: Double
+
+    public init(messages: Int, topics: Int, seconds: Double) {
+        self.messages = messages
+        self.topics = topics
+        self.seconds = seconds
+    }
+}
+
 struct ConfigWriter {
     let plan: SetupPlan
-    /// Where the messages came from, for the header and the `mqtt:` section.
-    let host: String
-    let port: Int
-    let heard: (messages: Int, topics: Int, seconds: Double)
+    /// Where the messages came from: the header and the `mqtt:` section.
+    let broker: BrokerSettings
+    let heard: Heard
 
     /// Comments are kept to this width where the words allow.
     static let width = 100
@@ -17,11 +53,11 @@ struct ConfigWriter {
         var lines: [String] = []
         let duration = JSONValue.format(heard.seconds.rounded())
         lines += Self.wrap(
-            "flowbridge config written by `flowbridge discover` from \(heard.messages) messages on \(heard.topics) topics heard in \(duration) s on \(host):\(port). Each choice is explained beside it; what could not be placed is listed at the end.",
+            "flowbridge config written by `flowbridge discover` from \(heard.messages) messages on \(heard.topics) topics heard in \(duration) s on \(broker.host):\(broker.port). Each choice is explained beside it; what could not be placed is listed at the end.",
             first: "# ")
         lines += ["#", "# Check it, then watch the signs for a minute:", "#   flowbridge check --config FILE", "#   flowbridge check --config FILE --listen 60s", "#", "# Recognized:"]
         lines += plan.devices.map { "#   - \($0)" }
-        lines += ["", "mqtt: {host: \(YAMLScalar.text(host)), port: \(port)}"]
+        lines += ["", "mqtt: \(broker.mapping)"]
         if !plan.keepalives.isEmpty {
             lines += ["", "# Victron Venus OS publishes only while a client asks, at least every 60 s.", "keepalive:"]
             lines += plan.keepalives.map { "  - {topic: \(YAMLScalar.text($0)), interval: \(Discovery.keepaliveIntervalSeconds)s}" }
@@ -101,8 +137,8 @@ struct ConfigWriter {
 
 extension SetupPlan {
     /// The config text for this plan.
-    public func configText(host: String, port: Int, messages: Int, topics: Int, seconds: Double) -> String {
-        ConfigWriter(plan: self, host: host, port: port, heard: (messages, topics, seconds)).text
+    public func configText(broker: BrokerSettings, heard: Heard) -> String {
+        ConfigWriter(plan: self, broker: broker, heard: heard).text
     }
 }
 

@@ -33,7 +33,7 @@ import Testing
             #expect(left == ["inputs"], "nothing placed for \(test.file)")
             return
         }
-        let text = plan.configText(host: "127.0.0.1", port: 1883, messages: lines.count, topics: 10, seconds: 60)
+        let text = plan.configText(broker: BrokerSettings(host: "127.0.0.1", port: 1883), heard: Heard(messages: lines.count, topics: 10, seconds: 60))
         let (pushes, _) = try replay(config: text, trace: lines)
         let content = try #require(pushes.last?["content"], "no push:\n\(text)")
         for (path, expected) in test.expected.sorted(by: { $0.key < $1.key }) {
@@ -59,6 +59,8 @@ import Testing
     @Test(arguments: [
         (["discover"], "discover needs --broker HOST[:PORT]"), (["discover", "--broker", "host:port"], "'host:port' is not HOST or HOST:PORT"),
         (["discover", "--broker", "h:70000"], "'h:70000' is not HOST or HOST:PORT"),
+        (["discover", "--broker", "h", "--password-env", "HOME"], "--password-env needs --username"),
+        (["discover", "--broker", "h", "--username", "u", "--password-env", "FLOWBRIDGE_TEST_UNSET"], "the environment variable FLOWBRIDGE_TEST_UNSET is not set"),
     ])
     func discoverUsageErrors(_ arguments: [String], _ message: String) throws {
         let run = try runFlowbridge(arguments)
@@ -153,6 +155,32 @@ struct DiscoverBrokerTests {
         try Self.verify(out: out, messages: messages, expected: [
             "inputs[0].rate": 2000, "exchange.rate": -400, "storage.rate": 800, "storage.level": 77, "output.rate": 800,
         ])
+    }
+
+    /// A broker with a login: the password comes from the environment, and the config written
+    /// refers to the same variable (never holds the password); a wrong one is said as such.
+    @Test func aLoginFromTheEnvironment() async throws {
+        let broker = try await MosquittoBroker(users: ["flow": "s3cret"])
+        let folder = TemporaryFolder()
+        let out = folder.url.appendingPathComponent("found.yaml").path
+        let arguments = ["discover", "--broker", "127.0.0.1:\(broker.port)", "--username", "flow", "--password-env", "FLOWBRIDGE_TEST_PASSWORD", "--listen", "3s", "--out", out]
+        let process = try ChildProcess(Repository.binary, arguments, outputFile: folder.url.appendingPathComponent("log").path, environment: ["FLOWBRIDGE_TEST_PASSWORD": "s3cret"])
+        #expect(await broker.waitForLog("Sending SUBACK to flowbridge-discover-"), "\(broker.log)")
+        try await Self.publish(broker, [("evcc/site/battery/power", "-1200"), ("evcc/site/battery/soc", "57")])
+        #expect(await process.waitForExit(timeout: .seconds(20)))
+        #expect(process.exitCode == 0)
+        let text = try String(contentsOfFile: out, encoding: .utf8)
+        #expect(text.contains("mqtt: {host: 127.0.0.1, port: \(broker.port), username: flow, password_env: FLOWBRIDGE_TEST_PASSWORD}"), "\(text)")
+        #expect(!text.contains("s3cret"))
+        let check = try runFlowbridgeMeasured(["check", "--config", out], environment: ["FLOWBRIDGE_TEST_PASSWORD": "s3cret"])
+        #expect(check.status == 0, "\(check.err)")
+
+        let wrong = try runFlowbridgeMeasured(
+            ["discover", "--broker", "127.0.0.1:\(broker.port)", "--username", "flow", "--password-env", "FLOWBRIDGE_TEST_PASSWORD", "--listen", "2s"],
+            environment: ["FLOWBRIDGE_TEST_PASSWORD": "wrong"])
+        #expect(wrong.status == 69)
+        #expect(wrong.err.contains("never connected to 127.0.0.1:\(broker.port): "), "\(wrong.err)")
+        #expect(!wrong.err.contains("wrong"), "the password is never said")
     }
 
     /// A broker that is not there: said, no file written.

@@ -172,7 +172,7 @@ enum Fixtures {
         #expect(plan.unplaced.isEmpty, "availability and status topics are not readings: \(plan.unplaced)")
         let item = plan.leftOut.first { $0.topic == topic }
         #expect(item?.why.contains("if it feeds in a balcony plant, it is an input") == true)
-        let text = plan.configText(host: "h", port: 1, messages: 1, topics: 1, seconds: 1)
+        let text = plan.configText(broker: BrokerSettings(host: "h", port: 1), heard: Heard(messages: 1, topics: 1, seconds: 1))
         #expect(text.contains("#     \(line)"), "\(text)")
     }
 
@@ -184,7 +184,7 @@ enum Fixtures {
         #expect(Discovery.keepalive(for: "solar/ac/power") == nil)
         let plan = Self.plan(Self.fixtures("N/c0619ab1d2e3/system/0/Dc/Battery/Power"))
         #expect(plan.keepalives == ["R/c0619ab1d2e3/keepalive"])
-        #expect(plan.configText(host: "venus.local", port: 1883, messages: 1, topics: 1, seconds: 60).contains("keepalive:\n  - {topic: R/c0619ab1d2e3/keepalive, interval: 30s}"))
+        #expect(plan.configText(broker: BrokerSettings(host: "venus.local", port: 1883), heard: Heard(messages: 1, topics: 1, seconds: 60)).contains("keepalive:\n  - {topic: R/c0619ab1d2e3/keepalive, interval: 30s}"))
     }
 
     /// Numbers of devices no layout knows are listed when they look like readings, never placed.
