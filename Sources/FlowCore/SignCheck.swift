@@ -129,12 +129,11 @@ public struct SignCheck: Sendable {
         if let storage, let source = levelSource, let levelPercent = values[source] {
             level.add(levelPercent: levelPercent, storageW: storage)
         }
-        // The parts of the balance: every measured node must have read (a missing one is unknown, not 0).
-        let partsKnown = (widget.inputs.isEmpty || productionW != nil) && (!hasExchange || exchange != nil)
-            && (!hasStorage || storage != nil)
-        guard partsKnown else { return }
+        // The balance needs the exchange and the storage (a missing one is unknown, not 0); an input
+        // without a live reading counts 0 W, as the engine counts it (inverters sleep at night).
+        guard !hasExchange || exchange != nil, !hasStorage || storage != nil else { return }
         let inputsW = productionW ?? 0
-        if !widget.inputs.isEmpty {
+        if productionW != nil {
             if let exchange { exchangeFit.add(x: inputsW, y: exchange) }
             if let storage { storageFit.add(x: inputsW, y: storage) }
         }

@@ -105,6 +105,17 @@ import Testing
         #expect(wrong.allSatisfy { $0.flips == [["battery"]] })
     }
 
+    /// At night the inverters sleep and send nothing: the balance counts them 0 W, as the engine
+    /// does, so a flipped battery is still found.
+    @Test func sleepingInvertersCountZero() {
+        var check = SignCheck(widget: Self.widget())
+        for _ in 0..<10 { check.observe(["grid": 300, "battery": 1200, "level": 50]) }
+        let verdict = check.verdicts.first { $0.check == .outputNotClamped }
+        #expect(verdict?.outcome == .wrong)
+        #expect(verdict?.flips == [["battery"]])
+        #expect(check.verdicts.first { $0.check == .production }?.outcome == .undecided)
+    }
+
     /// Missing readings are not zeros: a slot that never read leaves its checks undecided.
     @Test func aSilentSlotLeavesItsChecksUndecided() {
         var check = SignCheck(widget: Self.widget())
