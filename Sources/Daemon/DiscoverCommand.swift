@@ -97,7 +97,8 @@ struct DiscoverCommand {
             return Self.unreachable
         }
         let plan = discovery.withLock { $0.plan }
-        let heard = "\(catalog.messages) messages on \(catalog.records.count) topics in \(JSONValue.format(seconds.rounded())) s"
+        let overflow = catalog.overflowTopics > 0 ? " (\(catalog.overflowTopics) more topics beyond the first \(TopicCatalog.maxTopics) were not kept)" : ""
+        let heard = "\(catalog.messages) messages on \(catalog.records.count) topics in \(JSONValue.format(seconds.rounded())) s\(overflow)"
         guard !plan.isEmpty else {
             var lines = ["flowbridge: no device flowbridge knows was heard (\(heard)); no config written."]
             if !plan.unplaced.isEmpty {

@@ -62,7 +62,7 @@ struct ConfigWriter {
             lines += ["", "# Victron Venus OS publishes only while a client asks, at least every 60 s.", "keepalive:"]
             lines += plan.keepalives.map { "  - {topic: \(YAMLScalar.text($0)), interval: \(Discovery.keepaliveIntervalSeconds)s}" }
         }
-        var names = SourceNames()
+        var names = SourceNames(retainedOnly: plan.retainedOnly)
         var sourceLines: [String] = []
         /// The node's fields as the widget config writes them, its sources named (and written) on the way.
         func entry(_ node: NodeDraft, icon: String, color: String?) -> String {
@@ -145,6 +145,8 @@ extension SetupPlan {
 /// Source names of a config, each once: a draft reads under its own name, or the name plus a number
 /// when another draft has it; the same draft used twice is one source.
 struct SourceNames {
+    /// Topics heard only as retained copies: their comment says so.
+    let retainedOnly: Set<String>
     var taken: [String: SourceDraft] = [:]
 
     /// The name for `draft`, writing its line (and comment) into `lines` the first time.
@@ -158,7 +160,8 @@ struct SourceNames {
             number += 1
         }
         taken[candidate] = draft
-        lines += ConfigWriter.wrap(draft.note, first: "  # ")
+        let stale = retainedOnly.contains(draft.topic) ? " (heard only as the broker's retained copy: does the device still publish?)" : ""
+        lines += ConfigWriter.wrap(draft.note + stale, first: "  # ")
         lines.append("  \(candidate): \(Self.mapping(draft))")
         return candidate
     }

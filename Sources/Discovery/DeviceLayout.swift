@@ -44,12 +44,8 @@ public enum TotalDraft: Sendable, Equatable {
 }
 
 /// The slot a recognized reading feeds.
-public enum Role: String, Sendable, Comparable, CaseIterable {
+public enum Role: String, Sendable, CaseIterable {
     case production, grid, battery
-
-    public static func < (lhs: Role, rhs: Role) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
-    }
 }
 
 /// One node of the widget as a device offers it.
@@ -73,6 +69,16 @@ public struct NodeDraft: Sendable, Equatable {
         terms = rate.map { Term(source: $0) }
         self.total = total
         self.level = level
+    }
+
+    /// Every source the node reads: its terms, its counter, its level.
+    var sources: [SourceDraft] {
+        var all = terms.map(\.source)
+        switch total {
+        case .counter(let draft), .daily(let draft): all.append(draft)
+        case .word: break
+        }
+        return all + [level].compactMap { $0 }
     }
 
     init(role: Role, name: String, terms: [Term], total: TotalDraft, level: SourceDraft? = nil) {

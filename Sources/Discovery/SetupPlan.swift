@@ -18,6 +18,9 @@ public struct SetupPlan: Sendable, Equatable {
     public var leftOut: [LeftOut] = []
     /// Topics of no recognized device that carry numbers and look like readings.
     public var unplaced: [Unplaced] = []
+    /// Topics of the plan heard only as the broker's retained copy: a device replaced long ago
+    /// leaves those behind, so the config says so beside them.
+    public var retainedOnly: Set<String> = []
 
     /// A topic no layout knows, and the fields in it that look like readings.
     public struct Unplaced: Sendable, Equatable {
@@ -67,6 +70,8 @@ public struct SetupPlan: Sendable, Equatable {
             case .battery: battery = chosen.first?.node
             }
         }
+        let used = (production + [grid, battery].compactMap { $0 }).flatMap(\.sources).map(\.topic)
+        retainedOnly = Set(used.filter { catalog[$0]?.retainedOnly == true })
         let claimed = recognitions.reduce(into: Set<String>()) { $0.formUnion($1.claimed) }
         unplaced = catalog.topics.compactMap { topic in
             guard !claimed.contains(topic), !topic.hasPrefix("flowbridge/"), let record = catalog[topic], record.reading != nil else { return nil }

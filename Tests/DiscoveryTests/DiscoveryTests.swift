@@ -187,6 +187,21 @@ enum Fixtures {
         #expect(plan.configText(broker: BrokerSettings(host: "venus.local", port: 1883), heard: Heard(messages: 1, topics: 1, seconds: 60)).contains("keepalive:\n  - {topic: R/c0619ab1d2e3/keepalive, interval: 30s}"))
     }
 
+    /// A topic heard only as the broker's retained copy may be a device long gone: placed, and
+    /// said so beside it; a live one is not marked.
+    @Test func aRetainedOnlyTopicIsMarked() {
+        var discovery = Discovery()
+        discovery.hear(topic: "evcc/site/battery/power", payload: Array("-1200".utf8), retained: true)
+        discovery.hear(topic: "evcc/site/grid/power", payload: Array("300".utf8), retained: true)
+        discovery.hear(topic: "evcc/site/grid/power", payload: Array("310".utf8), retained: false)
+        let plan = discovery.plan
+        #expect(plan.retainedOnly == ["evcc/site/battery/power"])
+        let text = plan.configText(broker: BrokerSettings(host: "h", port: 1), heard: Heard(messages: 3, topics: 2, seconds: 1))
+        let unwrapped = text.replacingOccurrences(of: "\n  # ", with: " ")
+        #expect(unwrapped.components(separatedBy: "heard only as the broker's retained copy").count == 2, "\(text)")
+        #expect(unwrapped.contains("hence invert (heard only as the broker's retained copy: does the device still publish?)"), "\(text)")
+    }
+
     /// Numbers of devices no layout knows are listed when they look like readings, never placed.
     @Test func unknownReadingsAreListed() {
         let plan = Self.plan([

@@ -55,7 +55,7 @@ struct HomeAssistantLayout: DeviceLayout {
         func named(_ words: [String], in list: [Sensor]) -> [Sensor] { list.filter { NameHint.matches($0.object, words) } }
         func without(_ words: [String], in list: [Sensor]) -> [Sensor] { list.filter { !NameHint.matches($0.object, words) } }
 
-        let solar = without(NameHint.grid + NameHint.battery, in: named(NameHint.production, in: power))
+        let solar = without(NameHint.grid + NameHint.battery + NameHint.importing + NameHint.exporting, in: named(NameHint.production, in: power))
         if solar.count == 1 {
             recognition.nodes.append(NodeDraft(role: .production, name: "Solar", rate: [draft(solar[0], name: "solar", "solar power, W")], total: .word("integrate")))
             placed.insert(solar[0].topic)
