@@ -3,7 +3,7 @@ import FlowCore
 /// One device family's topic layout: recognizes its topics in what was heard and says what they
 /// mean for the widget, with the units and signs the device documents.
 protocol DeviceLayout: Sendable {
-    func recognize(_ catalog: TopicCatalog) -> [Recognition]
+    func recognize(_ catalog: TopicIndex) -> [Recognition]
 }
 
 /// A number a device publishes, ready to become a source of the config.
@@ -140,16 +140,35 @@ extension Character {
     var isASCIIDigit: Bool { isASCII && isNumber }
 }
 
-extension TopicCatalog {
-    /// Topics that start with `prefix` + `/`.
+/// The catalog with its topics sorted once, for the layouts to scan and search: a broker carries
+/// thousands of topics, and each layout looks at all of them.
+struct TopicIndex {
+    let catalog: TopicCatalog
+    /// Every topic heard, sorted.
+    let topics: [String]
+
+    init(_ catalog: TopicCatalog) {
+        self.catalog = catalog
+        topics = catalog.records.keys.sorted()
+    }
+
+    subscript(topic: String) -> TopicCatalog.Record? { catalog[topic] }
+
+    /// Topics that start with `prefix` + `/`: a binary search for the first, then the run of them.
     func topics(under prefix: String) -> [String] {
         let start = prefix + "/"
-        return topics.filter { $0.hasPrefix(start) }
+        var low = 0
+        var high = topics.count
+        while low < high {
+            let middle = (low + high) / 2
+            if topics[middle] < start { low = middle + 1 } else { high = middle }
+        }
+        return Array(topics[low...].prefix { $0.hasPrefix(start) })
     }
 
     /// True when the topic has carried a number (at `path` when given).
     func reads(_ topic: String, json path: String? = nil) -> Bool {
-        guard let record = self[topic] else { return false }
+        guard let record = catalog[topic] else { return false }
         return path.map { record.number(at: $0) != nil } ?? (record.number != nil)
     }
 }

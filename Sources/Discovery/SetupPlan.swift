@@ -38,7 +38,8 @@ public struct SetupPlan: Sendable, Equatable {
     public var derivesOutput: Bool { !production.isEmpty && (grid != nil || battery != nil) }
 
     init(catalog: TopicCatalog, layouts: [any DeviceLayout]) {
-        let recognitions = layouts.flatMap { $0.recognize(catalog) }
+        let index = TopicIndex(catalog)
+        let recognitions = layouts.flatMap { $0.recognize(index) }
         devices = recognitions.map(\.device)
         keepalives = Array(Set(recognitions.flatMap(\.keepalives))).sorted()
         leftOut = recognitions.flatMap(\.leftOut)
@@ -73,7 +74,7 @@ public struct SetupPlan: Sendable, Equatable {
         let used = (production + [grid, battery].compactMap { $0 }).flatMap(\.sources).map(\.topic)
         retainedOnly = Set(used.filter { catalog[$0]?.retainedOnly == true })
         let claimed = recognitions.reduce(into: Set<String>()) { $0.formUnion($1.claimed) }
-        unplaced = catalog.topics.compactMap { topic in
+        unplaced = index.topics.compactMap { topic in
             guard !claimed.contains(topic), !topic.hasPrefix("flowbridge/"), let record = catalog[topic], record.reading != nil else { return nil }
             if let json = record.json {
                 let fields = Self.readingFields(json, topic: topic)

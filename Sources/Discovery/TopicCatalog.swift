@@ -69,9 +69,6 @@ public struct TopicCatalog: Sendable {
 
     public subscript(topic: String) -> Record? { records[topic] }
 
-    /// The topics heard, sorted (deterministic output).
-    public var topics: [String] { records.keys.sorted() }
-
     /// A bare number, or JSON with a number somewhere inside.
     static func holdsNumber(_ payload: [UInt8]) -> Bool {
         if case .value = PayloadDecoder().decode(payload) { return true }

@@ -4,7 +4,7 @@ import FlowCore
 /// `ch0/YieldDay` (Wh), `ch0/YieldTotal` (kWh), and with several inverters `<base>/total/P_AC`.
 /// Documented in AhoyDTU's MQTT section of its user manual.
 struct AhoyDTULayout: DeviceLayout {
-    func recognize(_ catalog: TopicCatalog) -> [Recognition] {
+    func recognize(_ catalog: TopicIndex) -> [Recognition] {
         var byBase: [String: [String]] = [:]
         for topic in catalog.topics where topic.hasSuffix("/ch0/P_AC") {
             let levels = topic.levels
@@ -16,7 +16,7 @@ struct AhoyDTULayout: DeviceLayout {
         return byBase.keys.sorted().map { base in recognize(base: base, inverters: byBase[base]!.sorted(), catalog) }
     }
 
-    func recognize(base: String, inverters: [String], _ catalog: TopicCatalog) -> Recognition {
+    func recognize(base: String, inverters: [String], _ catalog: TopicIndex) -> Recognition {
         var recognition = Recognition(
             device: "AhoyDTU, base topic \(base) (inverters \(inverters.joined(separator: ", ")))", standing: .meter, nodes: [],
             claimed: Set(catalog.topics(under: base)))

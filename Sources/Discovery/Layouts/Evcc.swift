@@ -8,7 +8,7 @@ import FlowCore
 /// evcc reads other meters and republishes them, so it stands back wherever one of those meters
 /// is read directly: its battery is what a setup usually takes from it.
 struct EvccLayout: DeviceLayout {
-    func recognize(_ catalog: TopicCatalog) -> [Recognition] {
+    func recognize(_ catalog: TopicIndex) -> [Recognition] {
         let known: Set<String> = ["pvPower", "homePower", "grid/power", "gridPower", "battery/power", "batteryPower"]
         let bases = Set(catalog.topics.compactMap { topic -> String? in
             let levels = topic.levels
@@ -22,7 +22,7 @@ struct EvccLayout: DeviceLayout {
         return bases.sorted().map { recognize(base: $0, catalog) }
     }
 
-    func recognize(base: String, _ catalog: TopicCatalog) -> Recognition {
+    func recognize(base: String, _ catalog: TopicIndex) -> Recognition {
         let site = "\(base)/site"
         /// The first of the topics (current name first) that reads.
         func pick(_ paths: [String]) -> String? { paths.map { "\(site)/\($0)" }.first { catalog.reads($0) } }

@@ -18,7 +18,7 @@ struct HomeAssistantLayout: DeviceLayout {
         var unitPublished: Bool
     }
 
-    func recognize(_ catalog: TopicCatalog) -> [Recognition] {
+    func recognize(_ catalog: TopicIndex) -> [Recognition] {
         var byBase: [String: [Sensor]] = [:]
         for topic in catalog.topics where topic.hasSuffix("/state") {
             let levels = topic.levels
@@ -40,7 +40,7 @@ struct HomeAssistantLayout: DeviceLayout {
         return nil
     }
 
-    func recognize(base: String, sensors: [Sensor], _ catalog: TopicCatalog) -> Recognition {
+    func recognize(base: String, sensors: [Sensor], _ catalog: TopicIndex) -> Recognition {
         var recognition = Recognition(
             device: "Home Assistant mqtt_statestream, base topic \(base)", standing: .aggregator, nodes: [],
             claimed: Set(sensors.map(\.topic)))

@@ -4,13 +4,13 @@ import FlowCore
 /// (kWh, lifetime), `<base>/ac/yieldday` (Wh, not kWh: since the inverters powered up), and per
 /// inverter `<base>/<serial>/0/power` (channel 0 is AC). Documented in OpenDTU's MQTT topics page.
 struct OpenDTULayout: DeviceLayout {
-    func recognize(_ catalog: TopicCatalog) -> [Recognition] {
+    func recognize(_ catalog: TopicIndex) -> [Recognition] {
         bases(in: catalog).map { recognize(base: $0, in: catalog) }
     }
 
     /// A base has inverters (`<serial>/0/power`, a serial of digits), or `ac/power` beside the DTU's
     /// status or the yields.
-    func bases(in catalog: TopicCatalog) -> [String] {
+    func bases(in catalog: TopicIndex) -> [String] {
         var found: Set<String> = []
         for topic in catalog.topics {
             let levels = topic.levels
@@ -30,7 +30,7 @@ struct OpenDTULayout: DeviceLayout {
     /// Hoymiles serial numbers are 12 digits.
     static func isSerial(_ level: Substring) -> Bool { level.count >= 10 && level.isDigits }
 
-    func recognize(base: String, in catalog: TopicCatalog) -> Recognition {
+    func recognize(base: String, in catalog: TopicIndex) -> Recognition {
         let serials = Set(catalog.topics(under: base).compactMap { topic -> String? in
             let levels = topic.levels
             let serial = levels[base.levels.count]
@@ -61,7 +61,7 @@ struct OpenDTULayout: DeviceLayout {
     }
 
     /// The lifetime counter (kWh) when it is there, else the daily one (Wh), else the integral.
-    func total(base: String, _ catalog: TopicCatalog) -> TotalDraft {
+    func total(base: String, _ catalog: TopicIndex) -> TotalDraft {
         if catalog.reads(base + "/ac/yieldtotal") {
             return .counter(SourceDraft(
                 name: "solar_total", topic: base + "/ac/yieldtotal", unit: .kilowattHour,

@@ -6,7 +6,7 @@ import FlowCore
 /// negative power factor does not mean export). Documented in Shelly's Gen2 API pages (EM, EMData,
 /// EM1, EM1Data).
 struct ShellyGen2Layout: DeviceLayout {
-    func recognize(_ catalog: TopicCatalog) -> [Recognition] {
+    func recognize(_ catalog: TopicIndex) -> [Recognition] {
         var results: [Recognition] = []
         for topic in catalog.topics {
             if topic.hasSuffix("/status/em:0"), catalog.reads(topic, json: "total_act_power") {
@@ -18,7 +18,7 @@ struct ShellyGen2Layout: DeviceLayout {
         return results
     }
 
-    func threePhase(id: String, _ catalog: TopicCatalog) -> Recognition {
+    func threePhase(id: String, _ catalog: TopicIndex) -> Recognition {
         let rate = SourceDraft(
             name: "grid", topic: "\(id)/status/em:0", json: "total_act_power",
             note: "Shelly Pro 3EM: total_act_power, W, + import, − export: the widget's sign")
@@ -33,7 +33,7 @@ struct ShellyGen2Layout: DeviceLayout {
             claimed: Set(catalog.topics(under: id)))
     }
 
-    func oneChannel(id: String, _ catalog: TopicCatalog) -> Recognition {
+    func oneChannel(id: String, _ catalog: TopicIndex) -> Recognition {
         let rate = SourceDraft(
             name: "grid", topic: "\(id)/status/em1:0", json: "act_power",
             note: "Shelly EM (Gen2+), channel 0: act_power, W, + import, − export, with the clamp's arrow toward the home")
@@ -60,7 +60,7 @@ struct ShellyGen2Layout: DeviceLayout {
 /// that restart with the device), `total` and `total_returned` in Wh. Documented in Shelly's Gen1
 /// API pages (MQTT section of the Shelly EM and 3EM).
 struct ShellyGen1Layout: DeviceLayout {
-    func recognize(_ catalog: TopicCatalog) -> [Recognition] {
+    func recognize(_ catalog: TopicIndex) -> [Recognition] {
         var channels: [String: [Int]] = [:]
         for topic in catalog.topics where topic.hasSuffix("/power") {
             let levels = topic.levels
@@ -70,7 +70,7 @@ struct ShellyGen1Layout: DeviceLayout {
         return channels.keys.sorted().map { recognize(device: $0, channels: channels[$0]!.sorted(), catalog) }
     }
 
-    func recognize(device: String, channels: [Int], _ catalog: TopicCatalog) -> Recognition {
+    func recognize(device: String, channels: [Int], _ catalog: TopicIndex) -> Recognition {
         let id = device.levels.last.map(String.init) ?? device
         let threePhase = id.hasPrefix("shellyem3") || channels.count == 3
         var recognition = Recognition(

@@ -7,7 +7,7 @@ import FlowCore
 struct SolarAssistantLayout: DeviceLayout {
     static let base = "solar_assistant"
 
-    func recognize(_ catalog: TopicCatalog) -> [Recognition] {
+    func recognize(_ catalog: TopicIndex) -> [Recognition] {
         let topics = catalog.topics(under: Self.base)
         guard !topics.isEmpty else { return [] }
         let devices = Set(topics.map { String($0.levels[1]) }).sorted()

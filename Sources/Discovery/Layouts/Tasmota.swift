@@ -9,14 +9,14 @@ struct TasmotaLayout: DeviceLayout {
     /// Two TelePeriods of the default 300 s and a margin: a reading is live until the next is late.
     static let staleAfter = "11m"
 
-    func recognize(_ catalog: TopicCatalog) -> [Recognition] {
+    func recognize(_ catalog: TopicIndex) -> [Recognition] {
         catalog.topics.compactMap { topic in
             let levels = topic.levels
             guard levels.count == 3, levels[0] == "tele", levels[2] == "SENSOR", let json = catalog[topic]?.json?.objectValue else {
                 return nil
             }
             let device = String(levels[1])
-            let claimed = Set(catalog.topics.filter { $0.levels.count == 3 && $0.levels[1] == levels[1] })
+            let claimed = Set(["tele", "stat", "cmnd"].flatMap { catalog.topics(under: "\($0)/\(levels[1])") })
             if let energy = json["ENERGY"]?.objectValue, energy["Power"]?.numberValue != nil {
                 return plug(device: device, topic: topic, hasTotal: energy["Total"]?.numberValue != nil, claimed: claimed)
             }

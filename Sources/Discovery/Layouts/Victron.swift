@@ -22,14 +22,14 @@ struct VictronLayout: DeviceLayout {
         return "R/\(levels[1])/keepalive"
     }
 
-    func recognize(_ catalog: TopicCatalog) -> [Recognition] {
+    func recognize(_ catalog: TopicIndex) -> [Recognition] {
         let portals = Set(catalog.topics.compactMap { topic -> String? in
             Self.keepalive(for: topic) != nil ? String(topic.levels[1]) : nil
         })
         return portals.sorted().map { recognize(portal: $0, catalog) }
     }
 
-    func recognize(portal: String, _ catalog: TopicCatalog) -> Recognition {
+    func recognize(portal: String, _ catalog: TopicIndex) -> Recognition {
         let system = "N/\(portal)/system/0"
         var recognition = Recognition(
             device: "Victron Venus OS, portal \(portal)", standing: .meter, nodes: [], keepalives: ["R/\(portal)/keepalive"],

@@ -6,7 +6,7 @@ import FlowCore
 /// `online` before 1.36) and `<base>/bridge/…` are the bridge's own, not readings. Documented in
 /// Zigbee2MQTT's MQTT topics and messages page and its device pages.
 struct Zigbee2MQTTLayout: DeviceLayout {
-    func recognize(_ catalog: TopicCatalog) -> [Recognition] {
+    func recognize(_ catalog: TopicIndex) -> [Recognition] {
         var results: [Recognition] = []
         for topic in catalog.topics {
             guard let json = catalog[topic]?.json?.objectValue, json["power"]?.numberValue != nil,
@@ -20,7 +20,7 @@ struct Zigbee2MQTTLayout: DeviceLayout {
         return results
     }
 
-    func plug(base: String, device: String, topic: String, hasEnergy: Bool, _ catalog: TopicCatalog) -> Recognition {
+    func plug(base: String, device: String, topic: String, hasEnergy: Bool, _ catalog: TopicIndex) -> Recognition {
         // The device's own topics (availability, set, get), and the bridge's.
         let claimed = Set([topic] + catalog.topics(under: topic) + catalog.topics(under: base + "/bridge"))
         var recognition = Recognition(device: "Zigbee2MQTT plug \"\(device)\"", standing: .meter, nodes: [], claimed: claimed)
