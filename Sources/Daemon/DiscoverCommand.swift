@@ -97,10 +97,12 @@ struct DiscoverCommand {
             return Self.unreachable
         }
         let plan = discovery.withLock { $0.plan }
-        let overflow = catalog.overflowTopics > 0 ? " (\(catalog.overflowTopics) more topics beyond the first \(TopicCatalog.maxTopics) were not kept)" : ""
+        let overflow = catalog.overflowTopics > 0
+            ? "; \(catalog.overflowTopics) more topics came once \(TopicCatalog.maxBytes >> 20) MiB of topics and payloads were kept, and were not looked at"
+            : ""
         let heard = "\(catalog.messages) messages on \(catalog.records.count) topics in \(JSONValue.format(seconds.rounded())) s\(overflow)"
         guard !plan.isEmpty else {
-            var lines = ["flowbridge: no device flowbridge knows was heard (\(heard)); no config written."]
+            var lines = ["flowbridge: no device flowbridge knows was heard in \(heard); no config written."]
             if !plan.unplaced.isEmpty {
                 lines.append("Topics that may be readings (see Config/examples for how to read them):")
                 lines += plan.unplaced.prefix(20).map { "  \($0.topic)" + ($0.fields.isEmpty ? "" : " (\($0.fields.prefix(4).joined(separator: ", ")))") }

@@ -97,12 +97,13 @@ struct ConfigWriter {
         lines += ["", "widgets:", "  power:", "    template: flow", "    label: Power", "    unit: W", "    flow:"] + flow
         if !plan.leftOut.isEmpty {
             lines += ["", "# Heard and left out:"]
-            for item in plan.leftOut {
+            for item in plan.leftOut.prefix(Self.listLimit) {
                 lines += Self.wrap("\(item.topic): \(item.why)", first: "# - ", rest: "#   ")
                 if let suggestion = item.suggestion {
                     lines.append("#     \(SourceNames.clean(suggestion.name)): \(SourceNames.mapping(suggestion))")
                 }
             }
+            if plan.leftOut.count > Self.listLimit { lines.append("# … and \(plan.leftOut.count - Self.listLimit) more") }
         }
         if !plan.unplaced.isEmpty {
             lines += ["", "# Not placed: numbers from devices flowbridge does not know that may be readings; add them by hand"]
@@ -114,7 +115,7 @@ struct ConfigWriter {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// Lines of "not placed" beyond this are counted, not listed.
+    /// Readings left out or not placed beyond this many are counted, not listed.
     static let listLimit = 40
 
     /// Comment lines of at most `width` characters (a single long word stays whole): the first

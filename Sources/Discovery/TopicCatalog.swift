@@ -41,28 +41,44 @@ public struct TopicCatalog: Sendable {
 
     /// No meter writes this much for a few numbers; bigger payloads are counted, not kept.
     public static let maxPayloadBytes = 16_384
-    /// Topics beyond this many are counted, not kept.
-    public static let maxTopics = 20_000
+    /// What the catalog keeps at most, topics and payloads (bytes): a Home Assistant with
+    /// statestream's attributes on is tens of thousands of topics, and all of them fit; a topic
+    /// heard once the catalog is full is counted, not kept.
+    public static let maxBytes = 32 << 20
 
     public private(set) var records: [String: Record] = [:]
     public private(set) var messages = 0
     /// Topics heard after the catalog was full.
     public private(set) var overflowTopics = 0
+    /// The bytes kept: every topic's name, latest payload and latest reading.
+    public private(set) var keptBytes = 0
 
     public init() {}
 
     public mutating func hear(topic: String, payload: [UInt8], retained: Bool) {
         messages += 1
-        guard records[topic] != nil || records.count < Self.maxTopics else {
-            overflowTopics += 1
-            return
+        let kept = payload.count <= Self.maxPayloadBytes
+        let holdsNumber = kept && Self.holdsNumber(payload)
+        var record: Record
+        if let known = records[topic] {
+            record = known
+        } else {
+            guard keptBytes + topic.utf8.count + 2 * payload.count <= Self.maxBytes else {
+                overflowTopics += 1
+                return
+            }
+            record = Record()
+            keptBytes += topic.utf8.count
         }
-        var record = records[topic] ?? Record()
         record.messages += 1
         record.retainedOnly = record.retainedOnly && retained
-        if payload.count <= Self.maxPayloadBytes {
+        if kept {
+            keptBytes += payload.count - record.latest.count
             record.latest = payload
-            if Self.holdsNumber(payload) { record.reading = payload }
+            if holdsNumber {
+                keptBytes += payload.count - (record.reading?.count ?? 0)
+                record.reading = payload
+            }
         }
         records[topic] = record
     }

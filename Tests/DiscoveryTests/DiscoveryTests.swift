@@ -214,6 +214,31 @@ enum Fixtures {
         ])
     }
 
+    /// A Home Assistant with thousands of sensors: the config lists the first of what it leaves
+    /// out and counts the rest.
+    @Test func longListsAreCut() {
+        let sensors = (0..<100).map { ("homeassistant/sensor/plug_\($0)_power/state", "12.5") }
+        let plan = Self.plan(sensors + Self.fixtures("evcc/site/battery/power"))
+        #expect(plan.leftOut.count == 100)
+        let text = plan.configText(broker: BrokerSettings(host: "h", port: 1), heard: Heard(messages: 101, topics: 101, seconds: 1))
+        #expect(text.components(separatedBy: "# - homeassistant/sensor/plug_").count - 1 == 40)
+        #expect(text.contains("# … and 60 more"))
+    }
+
+    /// The catalog keeps at most `maxBytes` of topics and payloads: later topics are counted, the
+    /// ones kept still take their new readings.
+    @Test func theCatalogIsBounded() {
+        var catalog = TopicCatalog()
+        let big = [UInt8](repeating: UInt8(ascii: "x"), count: 8_000)
+        for index in 0..<5_000 { catalog.hear(topic: "bulk/\(index)", payload: big, retained: true) }
+        #expect(catalog.overflowTopics > 0)
+        #expect(catalog.records.count + catalog.overflowTopics == 5_000)
+        #expect(catalog.keptBytes <= TopicCatalog.maxBytes)
+        catalog.hear(topic: "bulk/0", payload: Array("42".utf8), retained: false)
+        #expect(catalog["bulk/0"]?.number == 42)
+        #expect(catalog["bulk/0"]?.retainedOnly == false)
+    }
+
     /// Scalars the config needs quoted are, and YAML reads every one back as the same text.
     @Test(arguments: [
         ("solar/ac/power", "solar/ac/power"), ("shellypro3em-abc/status/em:0", #""shellypro3em-abc/status/em:0""#), ("%", #""%""#),
