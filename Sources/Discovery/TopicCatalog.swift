@@ -1,11 +1,10 @@
 import FlowCore
 
-/// Everything heard on the broker, one record per topic: how often, and the latest payload that
-/// carried a number. Bounded, since `#` on a busy broker (Home Assistant, Victron) is thousands
+/// Everything heard on the broker, one record per topic: its latest payload, the latest that
+/// carried a number, and whether it was only ever the broker's retained copy. Bounded, since `#` on a busy broker (Home Assistant, Victron) is thousands
 /// of topics.
 public struct TopicCatalog: Sendable {
     public struct Record: Sendable, Equatable {
-        public var messages = 0
         /// Every message so far was the broker's retained copy.
         public var retainedOnly = true
         /// The latest payload with a number in it (a bare number, or JSON with a number inside).
@@ -70,7 +69,6 @@ public struct TopicCatalog: Sendable {
             record = Record()
             keptBytes += topic.utf8.count
         }
-        record.messages += 1
         record.retainedOnly = record.retainedOnly && retained
         if kept {
             keptBytes += payload.count - record.latest.count
