@@ -223,9 +223,11 @@ public struct SignCheck: Sendable {
         let check: Check = exchange ? .exchangeAgainstProduction : .storageWithProduction
         guard fit.count >= 3, fit.spanX >= Self.minProductionSwingW, let slope = fit.slope else {
             let swing = fit.count > 0 ? "production moved \(JSONValue.format(fit.spanX.rounded())) W" : "production and \(label(place)) never read together"
+            // What a person can check meanwhile: with the sun up and little on, the grid exports.
+            let byHand = exchange ? " (or by eye: with the sun up and little on in the home, \(label(place)) must read below 0)" : ""
             return Verdict(
                 place: place, check: check, outcome: .undecided,
-                evidence: "\(swing); it must move \(JSONValue.format(Self.minProductionSwingW)) W (a passing cloud) to show which way \(label(place)) answers")
+                evidence: "\(swing); it must move \(JSONValue.format(Self.minProductionSwingW)) W (a passing cloud) to show which way \(label(place)) answers\(byHand)")
         }
         let perW = (slope > 0 ? "+" : "") + JSONValue.format((slope * 100).rounded() / 100) + " W per W"
         let span = "over \(JSONValue.format(fit.spanX.rounded())) W of production change"
