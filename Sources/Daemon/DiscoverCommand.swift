@@ -102,10 +102,16 @@ struct DiscoverCommand {
             : ""
         let heard = "\(catalog.messages) messages on \(catalog.records.count) topics in \(JSONValue.format(seconds.rounded())) s\(overflow)"
         guard !plan.isEmpty else {
-            var lines = ["flowbridge: no device flowbridge knows was heard in \(heard); no config written."]
+            var lines = plan.devices.isEmpty
+                ? ["flowbridge: no device flowbridge knows was heard in \(heard); no config written."]
+                : ["flowbridge: heard \(plan.devices.joined(separator: "; ")) in \(heard), and nothing to place without guessing; no config written."]
+            for item in plan.leftOut.prefix(20) {
+                lines.append("  \(item.topic): \(item.why)")
+                if let suggestion = item.suggestion { lines.append("    \(suggestion.configLine)") }
+            }
             if !plan.unplaced.isEmpty {
                 lines.append("Topics that may be readings (see Config/examples for how to read them):")
-                lines += plan.unplaced.prefix(20).map { "  \($0.topic)" + ($0.fields.isEmpty ? "" : " (\($0.fields.prefix(4).joined(separator: ", ")))") }
+                lines += plan.unplaced.prefix(20).map { "  \($0)" }
             }
             Commands.printError(lines.joined(separator: "\n"))
             return Self.nothingFound

@@ -100,7 +100,7 @@ struct ConfigWriter {
             for item in plan.leftOut.prefix(Self.listLimit) {
                 lines += Self.wrap("\(item.topic): \(item.why)", first: "# - ", rest: "#   ")
                 if let suggestion = item.suggestion {
-                    lines.append("#     \(SourceNames.clean(suggestion.name)): \(SourceNames.mapping(suggestion))")
+                    lines.append("#     \(suggestion.configLine)")
                 }
             }
             if plan.leftOut.count > Self.listLimit { lines.append("# … and \(plan.leftOut.count - Self.listLimit) more") }
@@ -109,7 +109,7 @@ struct ConfigWriter {
             lines += ["", "# Not placed: numbers from devices flowbridge does not know that may be readings; add them by hand"]
             lines.append("# if they belong (topic, and the JSON fields that look like readings):")
             let shown = plan.unplaced.prefix(Self.listLimit)
-            lines += shown.map { "# - \($0.topic)" + ($0.fields.isEmpty ? "" : " (\($0.fields.prefix(4).joined(separator: ", ")))") }
+            lines += shown.map { "# - \($0)" }
             if plan.unplaced.count > shown.count { lines.append("# … and \(plan.unplaced.count - shown.count) more") }
         }
         return lines.joined(separator: "\n") + "\n"
@@ -187,6 +187,11 @@ struct SourceNames {
         if kept.isEmpty || kept == "balance" { return "source" }
         return kept
     }
+}
+
+extension SourceDraft {
+    /// The config line that adds this source: `balcony: {topic: tele/plug/SENSOR, json: ENERGY.Power}`.
+    public var configLine: String { "\(SourceNames.clean(name)): \(SourceNames.mapping(self))" }
 }
 
 /// Scalars for a YAML flow mapping: plain where YAML reads them back as the same text, else

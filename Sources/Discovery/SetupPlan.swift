@@ -23,10 +23,13 @@ public struct SetupPlan: Sendable, Equatable {
     public var retainedOnly: Set<String> = []
 
     /// A topic no layout knows, and the fields in it that look like readings.
-    public struct Unplaced: Sendable, Equatable {
+    public struct Unplaced: Sendable, Equatable, CustomStringConvertible {
         public var topic: String
         /// JSON paths that look like readings (`ENERGY.Power`); empty for a bare number.
         public var fields: [String]
+
+        /// `custom/meter (Leistung, Spannung)`.
+        public var description: String { topic + (fields.isEmpty ? "" : " (\(fields.prefix(4).joined(separator: ", ")))") }
     }
 
     /// The widget draws at most this many inputs.

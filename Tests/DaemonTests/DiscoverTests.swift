@@ -183,6 +183,24 @@ struct DiscoverBrokerTests {
         #expect(!wrong.err.contains("wrong"), "the password is never said")
     }
 
+    /// A Zigbee plug alone: recognized, but what it feeds is unknown, so nothing is written; the
+    /// line that would add it is said.
+    @Test func aPlugAloneWritesNothingAndSaysWhy() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let (process, out, log) = try Self.discover(broker, seconds: 3, folder: folder)
+        #expect(await broker.waitForLog("Sending SUBACK to flowbridge-discover-"), "\(broker.log)")
+        try await Self.publish(broker, [
+            ("zigbee2mqtt/plug_zigbee23", try Repository.payload("zigbee2mqtt/plug_zigbee23")), ("zigbee2mqtt/plug_zigbee23/availability", #"{"state":"online"}"#),
+        ])
+        #expect(await process.waitForExit(timeout: .seconds(20)))
+        let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(process.exitCode == 1, "\(said)")
+        #expect(said.contains(#"heard Zigbee2MQTT plug "plug_zigbee23" in 2 messages on 2 topics"#), "\(said)")
+        #expect(said.contains("    balcony: {topic: zigbee2mqtt/plug_zigbee23, json: power}"), "\(said)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+    }
+
     /// A broker that is not there: said, no file written.
     @Test func anUnreachableBrokerWritesNothing() throws {
         let folder = TemporaryFolder()
