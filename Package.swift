@@ -24,17 +24,19 @@ let package = Package(
         .target(name: "Delivery", dependencies: ["FlowCore", "CCurl"]),
         .target(name: "Rendering", dependencies: ["FlowCore"]),
         .target(name: "Simulator", dependencies: ["FlowCore", "Mosquitto"]),
-        .target(name: "Daemon", dependencies: ["FlowCore", "CYAML", "Mosquitto", "Delivery", "Rendering", "Simulator"]),
+        .target(name: "Discovery", dependencies: ["FlowCore"]),
+        .target(name: "Daemon", dependencies: ["FlowCore", "CYAML", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery"]),
         .executableTarget(name: "flowbridge", dependencies: ["Daemon"]),
         .target(name: "TestSupport", dependencies: ["FlowCore"], path: "Tests/TestSupport"),
         // The widget service as tests meet it: a real HTTP(S) server that can be told to fail.
         .systemLibrary(name: "COpenSSL", path: "Tests/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .executableTarget(name: "WidgetStandIn", dependencies: ["FlowCore", "COpenSSL"], path: "Tests/WidgetStandIn"),
         .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "FlowCore", "Simulator", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Discovery", "FlowCore", "Simulator", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "TestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "FlowCore"]),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "FlowCore", "TestSupport"]),
+        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "FlowCore"]),
     ]
 )

@@ -1,4 +1,5 @@
 import Delivery
+import Discovery
 import FlowCore
 import FoundationEssentials
 import Glibc
@@ -14,7 +15,8 @@ public enum Commands {
 
     static let usage = """
         usage: flowbridge run    [--config FILE] [--dry-run] [--state FILE] [--log-level debug|info|warning|error]
-               flowbridge check  [--config FILE] [--state FILE]
+               flowbridge check  [--config FILE] [--state FILE] [--listen DURATION]
+               flowbridge discover --broker HOST[:PORT] [--username NAME --password-env VAR] [--listen DURATION] [--out FILE]
                flowbridge replay [--config FILE] [--final] [--state FILE] [--svg DIR] TRACE   (TRACE - for standard input)
                flowbridge render [--config FILE] [--state FILE] --out FILE.svg|DIR
                flowbridge simulate --broker HOST:PORT | --trace FILE|-  [--speed N] [--date YYYY-MM-DD] [--seed N]
@@ -25,7 +27,12 @@ public enum Commands {
           --state FILE   the state file to use instead of state_file or the default place
                          ($STATE_DIRECTORY, /var/lib/flowbridge, or ~/.local/state/flowbridge)
           --svg DIR      replay: also draw each widget and its day chart into DIR
-          --out FILE|DIR render: where the pictures go
+          --out FILE|DIR render: where the pictures go; discover: the config to write (new file)
+          --listen DURATION  check: watch every source this long (60s, 2m) and report what came and
+                         whether the signs look right; discover: how long to listen (default 60s)
+          --broker HOST[:PORT]  discover: the broker to listen to (port 1883 unless given)
+          --username NAME, --password-env VAR  discover: the broker login; the password is read
+                         from the environment variable VAR, and the config written refers to it
         """
 
     struct Arguments {
@@ -36,6 +43,11 @@ public enum Commands {
         var state: String?
         var out: String?
         var svg: String?
+        /// `--listen`: seconds.
+        var listen: Double?
+        var broker: String?
+        var username: String?
+        var passwordEnv: String?
         var logLevel = Logger.Level.info
         var positional: [String] = []
         /// `simulate`'s options by flag, checked by `SimulateCommand.Options`.
@@ -61,7 +73,16 @@ public enum Commands {
             case "--state": arguments.state = try value(word)
             case "--out", "-o": arguments.out = try value(word)
             case "--svg": arguments.svg = try value(word)
-            case "--broker", "--trace", "--speed", "--date", "--seed": arguments.simulation[word] = try value(word)
+            case "--trace", "--speed", "--date", "--seed": arguments.simulation[word] = try value(word)
+            case "--listen":
+                let text = try value(word)
+                guard let seconds = ConfigReader.seconds(text), seconds >= 1, seconds <= 86_400 else {
+                    throw UsageError(message: "--listen needs a duration from 1s to 24h, such as 60s or 2m, found '\(text)'")
+                }
+                arguments.listen = seconds
+            case "--broker": arguments.broker = try value(word)
+            case "--username": arguments.username = try value(word)
+            case "--password-env": arguments.passwordEnv = try value(word)
             case "--log-level":
                 let text = try value(word)
                 guard let level = Logger.Level(word: text) else { throw UsageError(message: "unknown log level '\(text)'") }
@@ -93,7 +114,30 @@ public enum Commands {
             ).run()
         case "check":
             guard arguments.positional.isEmpty else { return usageFailure("check takes no other arguments") }
+            if let seconds = arguments.listen {
+                return await ListenCommand(
+                    configPath: arguments.config, stateOverride: arguments.state, seconds: seconds, log: Logger(threshold: arguments.logLevel)
+                ).run()
+            }
             return check(arguments)
+        case "discover":
+            guard arguments.positional.isEmpty, let broker = arguments.broker else {
+                return usageFailure("discover needs --broker HOST[:PORT], and no other arguments")
+            }
+            guard let address = BrokerAddress(broker) else { return usageFailure("--broker: '\(broker)' is not HOST or HOST:PORT") }
+            if arguments.passwordEnv != nil, arguments.username == nil { return usageFailure("--password-env needs --username") }
+            var password: String?
+            if let variable = arguments.passwordEnv {
+                guard let value = ProcessInfo.processInfo.environment[variable] else {
+                    return usageFailure("--password-env: the environment variable \(variable) is not set")
+                }
+                password = value
+            }
+            return await DiscoverCommand(
+                broker: BrokerSettings(host: address.host, port: address.port, username: arguments.username, passwordEnv: arguments.passwordEnv),
+                password: password, seconds: arguments.listen ?? DiscoverCommand.defaultSeconds, out: arguments.out,
+                log: Logger(threshold: arguments.logLevel)
+            ).run()
         case "replay":
             guard arguments.positional.count == 1 else { return usageFailure("replay needs one TRACE (a file, or - for standard input)") }
             return replay(arguments, trace: arguments.positional[0])
@@ -105,7 +149,9 @@ public enum Commands {
         case "simulate":
             guard arguments.positional.isEmpty else { return usageFailure("simulate takes no other arguments") }
             do {
-                return await SimulateCommand(options: try SimulateCommand.Options(arguments.simulation), log: Logger(threshold: arguments.logLevel)).run()
+                var options = arguments.simulation
+                options["--broker"] = arguments.broker
+                return await SimulateCommand(options: try SimulateCommand.Options(options), log: Logger(threshold: arguments.logLevel)).run()
             } catch {
                 return usageFailure(error.message)
             }

@@ -73,6 +73,14 @@ final class ConfigReader {
             report(path, node, "expected a duration such as 90s or 5m, found \(node.describedKind)")
             return nil
         }
+        if let seconds = Self.seconds(text) { return seconds }
+        report(path, node, "'\(text)' is not a duration (write e.g. 90s, 5m, 1h)")
+        return nil
+    }
+
+    /// `90s`, `5m`, `1h`, `250ms`, `1d` or a plain number of seconds, in seconds; nil for anything
+    /// else. The config's durations and the command line's (`--listen 60s`) read alike.
+    static func seconds(_ text: String) -> Double? {
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
         for (suffix, factor) in units where text.hasSuffix(suffix) {
             if let value = Double(text.dropLast(suffix.count).trimmingSpaces), value.isFinite, value >= 0 {
@@ -80,7 +88,6 @@ final class ConfigReader {
             }
         }
         if let value = Double(text), value.isFinite, value >= 0 { return value }
-        report(path, node, "'\(text)' is not a duration (write e.g. 90s, 5m, 1h)")
         return nil
     }
 

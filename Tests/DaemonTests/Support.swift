@@ -23,6 +23,18 @@ enum Repository {
 
     struct FixtureMissing: Error { var topic: String }
 
+    /// Every file under `Config/` (recursively), relative to the root: `Config/examples/evcc.yaml`.
+    static var shippedConfigs: [String] {
+        let folder = root.appendingPathComponent("Config")
+        let files = FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String } ?? []
+        return files.filter { !$0.hasSuffix("/") && !isDirectory(folder.appendingPathComponent($0).path) }.sorted().map { "Config/\($0)" }
+    }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var directory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &directory) && directory.boolValue
+    }
+
     /// The built `flowbridge` binary, beside the test bundle.
     static var binary: String {
         let candidates = [

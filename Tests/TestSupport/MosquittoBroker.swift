@@ -298,8 +298,9 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     // MARK: Helpers
 
-    /// Binds 127.0.0.1:0, reads the port the kernel chose, and closes the socket again.
-    static func freeLoopbackPort() throws -> Int {
+    /// Binds 127.0.0.1:0, reads the port the kernel chose, and closes the socket again: a port
+    /// nobody listens on (for a broker to start on, or for a client to find closed).
+    public static func freeLoopbackPort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw BrokerError("socket() failed") }
         defer { close(fd) }

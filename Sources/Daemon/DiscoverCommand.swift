@@ -1,0 +1,144 @@
+import Discovery
+import FlowCore
+import FoundationEssentials
+import Glibc
+import Mosquitto
+import Synchronization
+
+/// `HOST`, `HOST:PORT`, `[::1]:PORT`: where `discover` listens.
+struct BrokerAddress: Equatable {
+    var host: String
+    var port: Int
+
+    init?(_ text: String) {
+        var host = Substring(text)
+        var port = 1883
+        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+            let rest = host[host.index(after: close)...]
+            host = host[host.index(after: host.startIndex)..<close]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":"), let number = Int(rest.dropFirst()) else { return nil }
+                port = number
+            }
+        } else if let colon = host.lastIndex(of: ":"), host.firstIndex(of: ":") == colon {
+            guard let number = Int(host[host.index(after: colon)...]) else { return nil }
+            port = number
+            host = host[..<colon]
+        }
+        guard !host.isEmpty, !host.contains(where: \.isWhitespace), (1...65_535).contains(port) else { return nil }
+        self.host = String(host)
+        self.port = port
+    }
+}
+
+/// `flowbridge discover --broker HOST[:PORT] [--listen 60s] [--out FILE]`: listens to everything
+/// on the broker (`#`), recognizes the devices it knows, and writes a config with their topics,
+/// paths, units and signs, each explained, and what it could not place listed. A Victron portal
+/// is asked to publish (`R/<portal>/keepalive`) as soon as one of its topics shows it.
+struct DiscoverCommand {
+    static let defaultSeconds = 60.0
+
+    /// Where to listen, and what the config written says of it.
+    let broker: BrokerSettings
+    /// From `--password-env`; the config refers to the variable, never holds the password.
+    let password: String?
+    let seconds: Double
+    /// The config file to write; nil: standard output.
+    let out: String?
+    let log: Logger
+
+    /// Nothing was recognized: no config written.
+    static let nothingFound: Int32 = 1
+    /// sysexits EX_UNAVAILABLE: the broker was never reached.
+    static let unreachable: Int32 = 69
+    /// sysexits EX_CANTCREAT: `--out` exists or cannot be written.
+    static let cannotWrite: Int32 = 73
+
+    func run() async -> Int32 {
+        if let out, FileIO.exists(out) {
+            Commands.printError("flowbridge: \(out) exists; discover writes a new file (give another --out, or move it away)")
+            return Self.cannotWrite
+        }
+        let options = MQTTOptions(
+            host: broker.host, port: broker.port, clientID: "flowbridge-discover-\(getpid())", username: broker.username, password: password)
+        let client: MQTTClient
+        do {
+            client = try MQTTClient(options: options, subscriptions: ["#"], qos: 0)
+        } catch {
+            Commands.printError("flowbridge: \(error)")
+            return Commands.usageError
+        }
+        let address = "\(broker.host):\(broker.port)"
+        log.log(.info, "listening \(JSONValue.format(seconds)) s to everything on \(address)")
+        let discovery = Mutex(Discovery())
+        let asked = Mutex([KeepaliveSettings]())
+        let own = OwnMessages(client: client, log: log)
+        let log = log
+        let outcome = await TimedListen(client: client, seconds: seconds, log: log).run(
+            connected: { own.sendKeepalives(asked.withLock { $0 }) },
+            message: { message, _ in
+                discovery.withLock { $0.hear(topic: message.topic, payload: message.payload, retained: message.retained) }
+                // A Victron portal publishes only while asked: ask as soon as it shows itself.
+                guard let topic = Discovery.keepalive(for: message.topic) else { return }
+                let keepalive = KeepaliveSettings(topic: topic, intervalSeconds: Double(Discovery.keepaliveIntervalSeconds))
+                let new = asked.withLock { asked in
+                    if asked.contains(keepalive) { return false }
+                    asked.append(keepalive)
+                    return true
+                }
+                guard new else { return }
+                log.log(.info, "Victron Venus OS found: asking it to publish (\(topic))")
+                own.sendKeepalives([keepalive])
+            },
+            tick: { second, _ in own.sendKeepalives(asked.withLock { $0 }, atSecond: second) })
+        let catalog = discovery.withLock { $0.catalog }
+        guard outcome.connected else {
+            Commands.printError("flowbridge: never connected to \(address)\(outcome.lastProblem.map { ": \($0)" } ?? "")")
+            return Self.unreachable
+        }
+        let plan = discovery.withLock { $0.plan }
+        let overflow = catalog.overflowTopics > 0
+            ? "; \(catalog.overflowTopics) more topics came once \(TopicCatalog.maxBytes >> 20) MiB of topics and payloads were kept, and were not looked at"
+            : ""
+        let heard = "\(catalog.messages) messages on \(catalog.records.count) topics in \(JSONValue.format(seconds.rounded())) s\(overflow)"
+        guard !plan.isEmpty else {
+            var lines = plan.devices.isEmpty
+                ? ["flowbridge: no device flowbridge knows was heard in \(heard); no config written."]
+                : ["flowbridge: heard \(plan.devices.joined(separator: "; ")) in \(heard), and nothing to place without guessing; no config written."]
+            for item in plan.leftOut.prefix(20) {
+                lines.append("  \(item.topic): \(item.why)")
+                if let suggestion = item.suggestion { lines.append("    \(suggestion.configLine)") }
+            }
+            if !plan.unplaced.isEmpty {
+                lines.append("Topics that may be readings (see Config/examples for how to read them):")
+                lines += plan.unplaced.prefix(20).map { "  \($0)" }
+            }
+            Commands.printError(lines.joined(separator: "\n"))
+            return Self.nothingFound
+        }
+        let text = plan.configText(broker: broker, heard: Heard(messages: catalog.messages, topics: catalog.records.count, seconds: seconds))
+        let summary = [
+            "recognized: " + plan.devices.joined(separator: "; "),
+            "placed: " + placed(plan),
+            plan.leftOut.isEmpty ? nil : "left out: \(plan.leftOut.count) (each with why, at the end of the config)",
+            plan.unplaced.isEmpty ? nil : "not placed: \(plan.unplaced.count) topic\(plan.unplaced.count == 1 ? "" : "s") that may be readings (listed at the end of the config)",
+        ].compactMap { $0 }
+        guard let out else {
+            print(text, terminator: "")
+            summary.forEach { log.log(.info, $0) }
+            return 0
+        }
+        do { try FileIO.writeAtomically(Array(text.utf8), to: out, permissions: 0o644) } catch {
+            Commands.printError("flowbridge: cannot write \(out): \(error)")
+            return Self.cannotWrite
+        }
+        print((["wrote \(out) from \(heard)"] + summary + ["next: flowbridge check --config \(out) --listen 60s"]).joined(separator: "\n"))
+        return 0
+    }
+
+    /// `Solar ← solar/ac/power; Grid ← …`.
+    func placed(_ plan: SetupPlan) -> String {
+        let nodes = plan.production + [plan.battery, plan.grid].compactMap { $0 }
+        return nodes.map { node in "\(node.name) ← \(node.terms.map(\.source.topic).joined(separator: " + "))" }.joined(separator: "; ")
+    }
+}

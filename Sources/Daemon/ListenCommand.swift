@@ -1,0 +1,58 @@
+import FlowCore
+import FoundationEssentials
+import Mosquitto
+import Synchronization
+
+/// `flowbridge check --config FILE --listen 60s`: the config checked as `check` does, then the
+/// broker watched for a while with the daemon's own connection (its MQTT settings, credentials and
+/// Victron keepalives; a client ID of its own and no last will, so the service is not disturbed),
+/// and a report of every source and of the signs.
+struct ListenCommand {
+    let configPath: String
+    let stateOverride: String?
+    let seconds: Double
+    let log: Logger
+
+    /// A source never reported a value (or the broker was never reached).
+    static let silentSource: Int32 = 1
+    /// Every source reported, and a sign looks wrong.
+    static let wrongSign: Int32 = 2
+
+    func run() async -> Int32 {
+        let context = ConfigContext.process(stateOverride: stateOverride)
+        guard let config = Commands.loadConfig(configPath, context: context) else { return Commands.configError }
+        let zone = Commands.zone(of: config)
+        let broker = "\(config.mqtt.host):\(config.mqtt.port)"
+        let client: MQTTClient
+        do {
+            client = try MQTTClient(options: config.mqtt.options(dryRun: true), subscriptions: RunCommand.subscriptions(of: config), qos: 1)
+        } catch {
+            log.log(.error, "cannot start the MQTT client: \(error)")
+            return Commands.configError
+        }
+        let sources = config.flow.sources.count
+        let widgets = config.flow.widgets.count
+        print("config OK: \(sources) source\(sources == 1 ? "" : "s"), \(widgets) widget\(widgets == 1 ? "" : "s"); listening \(JSONValue.format(seconds)) s to \(broker)")
+        let report = Mutex(ListenReport(config: config, zone: zone))
+        let own = OwnMessages(client: client, log: log)
+        let log = log
+        let keepalives = config.keepalives
+        let outcome = await TimedListen(client: client, seconds: seconds, log: log).run(
+            connected: { own.sendKeepalives(keepalives) },
+            message: { message, now in
+                let diagnostics = report.withLock {
+                    $0.receive(topic: message.topic, payload: message.payload, retained: message.retained && message.messageExpirySeconds == nil, at: now)
+                }
+                diagnostics.forEach(log.log)
+            },
+            tick: { second, now in
+                report.withLock { $0.tick(at: now) }.forEach(log.log)
+                own.sendKeepalives(keepalives, atSecond: second)
+            })
+        return report.withLock { report in
+            print(report.text(broker: broker, seconds: seconds, connection: outcome, at: Date()), terminator: "")
+            if !outcome.connected || !report.silentSources.isEmpty { return Self.silentSource }
+            return report.wrongSigns.isEmpty ? 0 : Self.wrongSign
+        }
+    }
+}

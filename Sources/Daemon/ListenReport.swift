@@ -1,0 +1,204 @@
+import FlowCore
+import FoundationEssentials
+
+/// What `check --listen` learns: per source what came (messages, readings that failed, the last
+/// value after unit and sign, how old), and per widget what the sign checks say. Messages go
+/// through the engine itself, so a value shown here is the value the daemon would use.
+struct ListenReport {
+    /// One source's messages.
+    struct Watch {
+        var messages = 0
+        var lastMessage: Date?
+        var retainedOnly = true
+        /// The last payload the engine could not use, to show what it looked like.
+        var lastRejected: [UInt8]?
+        /// When a live (not retained) message last gave a reading: live readings feed the sign checks.
+        var liveReadingAt: Date?
+    }
+
+    let config: DaemonConfig
+    private(set) var engine: FlowEngine
+    private(set) var watches: [String: Watch]
+    private(set) var signChecks: [SignCheck]
+    private(set) var messages = 0
+
+    init(config: DaemonConfig, zone: any LocalTimeZone) {
+        self.config = config
+        engine = FlowEngine(config: config.flow, zone: zone)
+        watches = Dictionary(uniqueKeysWithValues: config.flow.sources.map { ($0.name, Watch()) })
+        signChecks = config.flow.widgets.map(SignCheck.init(widget:))
+    }
+
+    /// Takes a message; returns the engine's diagnostics (undecodable payloads, implausible values)
+    /// for the log.
+    mutating func receive(topic: String, payload: [UInt8], retained: Bool, at now: Date) -> [Diagnostic] {
+        messages += 1
+        let before = engine.sourceStats
+        let outputs = engine.tick(through: now) + engine.receive(topic: topic, payload: payload, at: now, retained: retained)
+        let after = engine.sourceStats
+        for source in config.flow.sources where source.topic.matches(topic) {
+            var watch = watches[source.name]!
+            watch.messages += 1
+            watch.lastMessage = now
+            watch.retainedOnly = watch.retainedOnly && retained
+            if (after[source.name]?.rejected ?? 0) > (before[source.name]?.rejected ?? 0) { watch.lastRejected = payload }
+            if !retained, (after[source.name]?.readings ?? 0) > (before[source.name]?.readings ?? 0) { watch.liveReadingAt = now }
+            watches[source.name] = watch
+        }
+        observe(at: now)
+        return Self.diagnostics(outputs)
+    }
+
+    /// Lets a second pass: readings turn stale, and the sign checks take the moment.
+    mutating func tick(at now: Date) -> [Diagnostic] {
+        let outputs = engine.tick(through: now)
+        observe(at: now)
+        return Self.diagnostics(outputs)
+    }
+
+    static func diagnostics(_ outputs: [FlowEngine.Output]) -> [Diagnostic] {
+        outputs.compactMap { if case .diagnostic(let diagnostic) = $0 { diagnostic } else { nil } }
+    }
+
+    /// The readings that are live now: from a live message, and not stale.
+    func liveValues(at now: Date) -> [String: Double] {
+        var values: [String: Double] = [:]
+        let readings = engine.readings
+        for source in config.flow.sources {
+            guard let at = watches[source.name]?.liveReadingAt, let reading = readings[source.name],
+                  now.timeIntervalSince(at) < source.staleAfterSeconds ?? .infinity
+            else { continue }
+            values[source.name] = reading.value
+        }
+        return values
+    }
+
+    mutating func observe(at now: Date) {
+        let values = liveValues(at: now)
+        guard !values.isEmpty else { return }
+        for index in signChecks.indices { signChecks[index].observe(values) }
+    }
+
+    /// Sources that never gave a reading: silent, or only ever undecodable or "no value".
+    var silentSources: [SourceConfig] { config.flow.sources.filter { engine.readings[$0.name] == nil } }
+
+    /// Every verdict that finds a sign wrong, with its widget.
+    var wrongSigns: [(widget: String, verdict: SignCheck.Verdict)] {
+        zip(config.flow.widgets, signChecks).flatMap { widget, check in
+            check.verdicts.filter { $0.outcome == .wrong }.map { (widget.name, $0) }
+        }
+    }
+
+    // MARK: - Text
+
+    /// The report, as printed at the end of the listen.
+    func text(broker: String, seconds: Double, connection: TimedListen.Outcome, at now: Date) -> String {
+        var lines: [String] = []
+        lines.append("listened \(JSONValue.format(seconds.rounded())) s to \(broker): \(messages) message\(messages == 1 ? "" : "s") on the sources' topics")
+        if !connection.connected {
+            lines.append("never connected to the broker\(connection.lastProblem.map { ": \($0)" } ?? "")")
+        }
+        lines.append("")
+        var table = [["source", "topic", "messages", "unusable", "last value", "age"]]
+        let stats = engine.sourceStats
+        let readings = engine.readings
+        for source in config.flow.sources {
+            let watch = watches[source.name]!
+            let value: String
+            if let reading = readings[source.name] {
+                value = Self.format(reading.value, unit: source.unit)
+            } else if watch.messages == 0 {
+                value = "never reported"
+            } else {
+                value = "no reading yet"
+            }
+            let age = watch.lastMessage.map { Self.age(now.timeIntervalSince($0)) + (watch.retainedOnly ? " (retained)" : "") } ?? "-"
+            table.append([source.name, source.topic.description, "\(watch.messages)", "\(stats[source.name]?.rejected ?? 0)", value, age])
+        }
+        lines += Self.columns(table).map { "  " + $0 }
+        for source in config.flow.sources {
+            let watch = watches[source.name]!
+            let rejected = stats[source.name]?.rejected ?? 0
+            let noReading = stats[source.name]?.noReading ?? 0
+            if let payload = watch.lastRejected {
+                lines.append("  \(source.name): \(rejected) unusable, the last: \(Self.excerpt(payload)) (the log above says why)")
+            }
+            if readings[source.name] == nil, noReading > 0 {
+                lines.append("  \(source.name): \(noReading) message\(noReading == 1 ? "" : "s") said \"no value\" (null, nan, unavailable, empty)")
+            }
+        }
+        for (widget, check) in zip(config.flow.widgets, signChecks) {
+            lines.append("")
+            lines.append("widget \(widget.name): signs")
+            let names = Dictionary(uniqueKeysWithValues: widget.nodes.map { ($0.place, $0.node.name) })
+            for verdict in check.verdicts {
+                let place = (names[verdict.place] ?? nil).map { "\($0) (\(verdict.place))" } ?? verdict.place.description
+                lines.append("  \(place), \(verdict)")
+            }
+        }
+        lines.append("")
+        let silent = silentSources
+        if silent.isEmpty {
+            lines.append("every source reported")
+        } else {
+            lines.append("\(silent.count) source\(silent.count == 1 ? "" : "s") never reported a value:")
+            for source in silent {
+                let watch = watches[source.name]!
+                let why = watch.messages == 0
+                    ? "no message on \(source.topic): is the topic right? (mosquitto_sub -t '#' -v shows what the broker carries)"
+                    : "\(watch.messages) message\(watch.messages == 1 ? "" : "s"), none a value flowbridge can use"
+                lines.append("  \(source.name): \(why)")
+            }
+        }
+        // One line per fix, with the checks that call for it.
+        var fixes: [(fix: String, where: [String])] = []
+        for (widget, verdict) in wrongSigns {
+            let place = "widget \(widget) \(verdict.place) (\(verdict.check.rawValue))"
+            let fix = verdict.fix ?? ""
+            if let index = fixes.firstIndex(where: { $0.fix == fix }) { fixes[index].where.append(place) } else { fixes.append((fix, [place])) }
+        }
+        if fixes.isEmpty {
+            lines.append("no sign looks wrong" + (silent.isEmpty ? "" : " among the sources that reported"))
+        }
+        for (fix, places) in fixes {
+            lines.append("a sign looks wrong: \(fix); found by \(places.joined(separator: ", "))")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `+1200 W`, `0.216 kWh`, `76.5 %`: the value in flowbridge's units, with the widget's sign.
+    static func format(_ value: Double, unit: SourceUnit) -> String {
+        switch unit.quantity {
+        case .power: (value > 0 ? "+" : "") + JSONValue.format((value * 10).rounded() / 10) + " W"
+        case .energy: JSONValue.format((value * 1000).rounded() / 1000) + " kWh"
+        case .level: JSONValue.format((value * 10).rounded() / 10) + " %"
+        }
+    }
+
+    /// `4 s`, `3 min`, `2 h`.
+    static func age(_ seconds: Double) -> String {
+        let whole = max(0, Int(seconds.rounded()))
+        if whole < 120 { return "\(whole) s" }
+        if whole < 7200 { return "\(whole / 60) min" }
+        return "\(whole / 3600) h"
+    }
+
+    /// A payload as text, cut at 60 characters, on one line.
+    static func excerpt(_ payload: [UInt8]) -> String {
+        guard !payload.isEmpty else { return "(empty)" }
+        let text = String(decoding: payload.prefix(60), as: UTF8.self).replacingNewlines
+        return "'\(text)\(payload.count > 60 ? "…" : "")'"
+    }
+
+    /// Rows padded to their columns' widths.
+    static func columns(_ rows: [[String]]) -> [String] {
+        let widths = rows.reduce(into: [Int](repeating: 0, count: rows.first?.count ?? 0)) { widths, row in
+            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) }
+        }
+        return rows.map { row in
+            row.enumerated().map { index, cell in
+                index == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[index] - cell.count)
+            }.joined(separator: "  ")
+        }
+    }
+}

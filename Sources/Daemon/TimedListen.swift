@@ -1,0 +1,65 @@
+import FoundationEssentials
+import Mosquitto
+
+/// Listens to a broker for a fixed time, with the daemon's own MQTT client: what `check --listen`
+/// and `discover` share. Messages are handed over in order with the wall-clock time they arrived,
+/// a tick comes once a second, and at the end the client stops (publishing nothing).
+struct TimedListen {
+    let client: MQTTClient
+    let seconds: Double
+    let log: Logger
+
+    /// How the connection went, for the report: a listen that never connected heard nothing, and
+    /// says why.
+    struct Outcome: Sendable {
+        var connected = false
+        var lastProblem: String?
+    }
+
+    /// Runs for `seconds`: `connected` after every (re)connect, `message` for each message, `tick`
+    /// once a second with the whole seconds elapsed. Returns once the client has stopped.
+    func run(
+        connected: @escaping @Sendable () -> Void, message: @escaping @Sendable (MQTTMessage, Date) -> Void,
+        tick: @escaping @Sendable (Int, Date) -> Void
+    ) async -> Outcome {
+        let client = client
+        let log = log
+        let end = ContinuousClock.now + .milliseconds(Int((seconds * 1000).rounded()))
+        do { try client.start() } catch {
+            return Outcome(connected: false, lastProblem: "\(error)")
+        }
+        return await withTaskGroup(of: Outcome?.self) { group in
+            group.addTask {
+                var outcome = Outcome()
+                for await event in client.events {
+                    switch event {
+                    case .message(let received):
+                        message(received, Date())
+                    case .connected:
+                        outcome.connected = true
+                        log.log(.info, "connected to \(client.options.host):\(client.options.port)")
+                        connected()
+                    case .disconnected(let reason):
+                        outcome.lastProblem = client.lastError?.cause ?? reason
+                        log.log(.warning, "broker connection: \(reason); retrying")
+                    }
+                }
+                return outcome
+            }
+            group.addTask {
+                var second = 0
+                while ContinuousClock.now < end {
+                    try? await Task.sleep(until: min(end, ContinuousClock.now + .seconds(1)), clock: .continuous)
+                    second += 1
+                    tick(second, Date())
+                }
+                // Stopping ends the events, and with them the other task.
+                client.stop()
+                return nil
+            }
+            var outcome = Outcome()
+            for await result in group { if let result { outcome = result } }
+            return outcome
+        }
+    }
+}

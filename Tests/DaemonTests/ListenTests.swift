@@ -1,0 +1,107 @@
+import Daemon
+import FlowCore
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// `flowbridge check --listen` against a real mosquitto: what came from each source, and the signs.
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+struct ListenTests {
+    /// The OpenDTU + Shelly Pro 3EM + evcc example on the test's broker.
+    static func config(port: Int, batteryInverted: Bool = true) throws -> String {
+        var text = try String(contentsOf: Repository.root.appendingPathComponent("Config/examples/opendtu-shelly-evcc.yaml"), encoding: .utf8)
+        text = text.replacingOccurrences(of: "port: 1883", with: "port: \(port)")
+        if !batteryInverted {
+            text = text.replacingOccurrences(of: "{topic: evcc/site/battery/power, invert: true}", with: "{topic: evcc/site/battery/power}")
+        }
+        return text
+    }
+
+    /// Starts `check --listen` and waits until it has subscribed.
+    static func listen(_ config: String, seconds: Int, broker: MosquittoBroker, folder: TemporaryFolder) async throws -> (ChildProcess, String) {
+        let path = try folder.write("config.yaml", config)
+        let output = folder.url.appendingPathComponent("listen.out").path
+        let process = try ChildProcess(
+            Repository.binary, ["check", "--config", path, "--listen", "\(seconds)s", "--state", folder.url.appendingPathComponent("state.json").path],
+            outputFile: output)
+        #expect(await broker.waitForLog("Sending SUBACK to flowbridge-"), "\(broker.log)")
+        return (process, output)
+    }
+
+    /// A night: no sun, 300 W from the grid, evcc's battery discharging 1200 W (+1200 in evcc's
+    /// sign) and its level falling.
+    static func night(_ broker: MosquittoBroker, emdata: Bool = true) async throws {
+        let emdataPayload = try Repository.payload("shellypro3em-abc/status/emdata:0")
+        for round in 0..<4 {
+            try await broker.publish(topic: "solar/ac/power", payload: "0.0")
+            try await broker.publish(topic: "solar/ac/yieldtotal", payload: "13.338")
+            try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"id":0,"total_act_power":300.2}"#)
+            if emdata { try await broker.publish(topic: "shellypro3em-abc/status/emdata:0", payload: emdataPayload) }
+            try await broker.publish(topic: "evcc/site/battery/power", payload: "1200")
+            try await broker.publish(topic: "evcc/site/battery/soc", payload: String(60 - round / 2))
+            try await Task.sleep(for: .milliseconds(300))
+        }
+    }
+
+    static func finish(_ process: ChildProcess, _ output: String) async -> String {
+        #expect(await process.waitForExit(timeout: .seconds(20)))
+        return (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+    }
+
+    /// The battery's `invert` left out: evcc's + (discharging) reads as filling while the level
+    /// falls, and the home's balance stays below 0. Both name the source to flip; status 2.
+    @Test func aBatteryWithoutItsInvertIsFoundAndNamed() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let (process, output) = try await Self.listen(try Self.config(port: broker.port, batteryInverted: false), seconds: 6, broker: broker, folder: folder)
+        try await Self.night(broker)
+        let text = await Self.finish(process, output)
+        #expect(process.exitCode == 2, "\(text)")
+        #expect(text.contains("every source reported"), "\(text)")
+        #expect(text.contains("Battery (storage), level: WRONG, the level fell 60 → 59 %"), "\(text)")
+        #expect(text.contains("Home (output), derived output: WRONG"), "\(text)")
+        #expect(text.contains("a sign looks wrong: flip `invert` on source 'battery'; found by widget power storage (level), widget power output (derived output)"), "\(text)")
+        // Nothing else is blamed, and each source shows its value after unit and sign.
+        #expect(!text.contains("source 'grid'"), "\(text)")
+        #expect(text.contains("battery        evcc/site/battery/power           4         0         +1200 W"), "\(text)")
+        #expect(text.contains("grid_import    shellypro3em-abc/status/emdata:0  4         0         20.269 kWh"), "\(text)")
+        // The state was not touched: a listen writes nothing.
+        #expect(!FileManager.default.fileExists(atPath: folder.url.appendingPathComponent("state.json").path))
+    }
+
+    /// The example as shipped: the battery drains as its level falls, the balance works out; one
+    /// topic never carries anything: status 1, naming it.
+    @Test func aSourceThatNeverReportsFailsTheListen() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let (process, output) = try await Self.listen(try Self.config(port: broker.port), seconds: 5, broker: broker, folder: folder)
+        try await Self.night(broker, emdata: false)
+        let text = await Self.finish(process, output)
+        #expect(process.exitCode == 1, "\(text)")
+        #expect(text.contains("1 source never reported a value:\n  grid_import: no message on shellypro3em-abc/status/emdata:0"), "\(text)")
+        #expect(text.contains("Battery (storage), level: ok, the level fell 60 → 59 % while the rate read -1200 W on average (draining)"), "\(text)")
+        #expect(text.contains("battery        evcc/site/battery/power           4         0         -1200 W"), "\(text)")
+        #expect(text.contains("no sign looks wrong among the sources that reported"), "\(text)")
+    }
+
+    /// No broker at all: the listen says so and fails.
+    @Test func aBrokerThatNeverAnswersFailsTheListen() async throws {
+        let folder = TemporaryFolder()
+        let port = try MosquittoBroker.freeLoopbackPort()
+        let path = try folder.write("config.yaml", try Self.config(port: port))
+        let output = folder.url.appendingPathComponent("listen.out").path
+        let process = try ChildProcess(Repository.binary, ["check", "--config", path, "--listen", "2s"], outputFile: output)
+        let text = await Self.finish(process, output)
+        #expect(process.exitCode == 1, "\(text)")
+        #expect(text.contains("never connected to the broker: "), "\(text)")
+        #expect(text.contains("6 sources never reported a value"), "\(text)")
+    }
+
+    @Test(arguments: ["0s", "soon", "25h"])
+    func aListenDurationOutOfRangeIsAUsageError(_ duration: String) throws {
+        let run = try runFlowbridge(["check", "--config", "/nonexistent.yaml", "--listen", duration])
+        #expect(run.status == 64)
+        #expect(run.err.contains("--listen needs a duration from 1s to 24h"), "\(run.err)")
+    }
+}
