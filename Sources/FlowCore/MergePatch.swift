@@ -73,3 +73,12 @@ extension FlowContent {
         return patch.isEmpty ? nil : .object(patch)
     }
 }
+
+extension WidgetContent {
+    /// `MergePatch.diff(from: old.json, to: new.json)`: for flows computed from the models (the hot
+    /// path, see `FlowContent.mergePatch`); a progress document is a handful of fields, diffed as JSON.
+    public static func mergePatch(from old: WidgetContent, to new: WidgetContent) -> JSONValue? {
+        if case .flow(let old) = old, case .flow(let new) = new { return FlowContent.mergePatch(from: old, to: new) }
+        return old == new ? nil : MergePatch.diff(from: old.json, to: new.json)
+    }
+}

@@ -290,7 +290,7 @@ extension ProgressContent {
             return nil
         }
         if date <= earliestDate { found.append(ContentViolation(path, .dateTooEarly)) }
-        if date > now.addingTimeInterval(366 * 86_400) { found.append(ContentViolation(path, .dateTooFarAhead)) }
+        if date > now.addingTimeInterval(latestDateSeconds) { found.append(ContentViolation(path, .dateTooFarAhead)) }
         return date
     }
 }
