@@ -91,6 +91,9 @@ public struct FlowEngine: Sendable {
         /// The rate (W) the texts of the last push show: held within the deadband like a flow's
         /// rates (and so is the window made for it).
         var shownRateW: Double?
+        /// When the level the last push shows was read: a window stays until a later reading
+        /// disagrees with it.
+        var shownLevelAt: Date?
     }
 
     public let config: FlowConfig
@@ -392,7 +395,10 @@ public struct FlowEngine: Sendable {
         for position in gauges.indices {
             let name = gauges[position].config.name
             if let previous = old.policy(ofWidget: name) { gauges[position].policy.adopt(previous) }
-            gauges[position].shownRateW = old.gauges.first { $0.config.name == name }?.shownRateW
+            if let previous = old.gauges.first(where: { $0.config.name == name }) {
+                gauges[position].shownRateW = previous.shownRateW
+                gauges[position].shownLevelAt = previous.shownLevelAt
+            }
         }
         subscribedAt = old.subscribedAt
         for position in sources.indices {

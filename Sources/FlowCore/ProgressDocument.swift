@@ -9,6 +9,8 @@ extension FlowEngine {
         var content: ProgressContent
         /// Held within the deadband of the last push's (`GaugeState.shownRateW`).
         var rateW: Double?
+        /// When the level it shows was read (`GaugeState.shownLevelAt`).
+        var levelAt: Date?
     }
 
     /// The document of progress widget `position` at `now`, quantized per its policy; nil while it
@@ -72,12 +74,14 @@ extension FlowEngine {
             if remaining > 0 {
                 rows.append(StatRow(label: direction > 0 ? "Full in" : "Empty in", value: Self.remainingText(seconds: remaining)))
             }
-            if direction > 0, value < 1, let window = window(of: gauge, value: value, lengthSeconds: lengthSeconds, at: now) {
+            if direction > 0, value < 1,
+                let window = window(of: gauge, value: value, levelAt: reading.at, lengthSeconds: lengthSeconds, at: now)
+            {
                 (content.startDate, content.endDate) = window
             }
         }
         content.statRows = rows.isEmpty ? nil : rows
-        return GaugeDocument(content: content, rateW: rate)
+        return GaugeDocument(content: content, rateW: rate, levelAt: reading.at)
     }
 
     /// The window (`start_date`, `end_date`) over which the phone advances a charging battery's bar:
@@ -85,17 +89,20 @@ extension FlowEngine {
     /// `lengthSeconds` (the whole capacity at that rate) and starts `value` of it before now.
     ///
     /// The window last sent stays while it still tells the truth: as long (the same rate, within
-    /// its deadband, and capacity) and its fraction now within a step of the level. So a new window
-    /// goes out when the rate moves past its deadband, or when the battery strays a step from the
-    /// clock's bar; never because the clock moved, nor for a push of the rows. Nil when a date would
-    /// break the spec's bounds: the window is then not sent (`value` alone still shows the level).
-    func window(of gauge: GaugeState, value: Double, lengthSeconds: Double, at now: Date) -> (String, String)? {
+    /// its deadband, and capacity), and no level read since (`levelAt`) a step away from where
+    /// the window had the bar at that time. Between two readings of the level the window is the
+    /// better guess (advancing is what it is for). So a new window goes out when the rate moves
+    /// past its deadband or the battery strays a step from the clock's bar; never because the
+    /// clock moved, nor with a push for the rows. Nil when a date would break the spec's bounds:
+    /// the window is then not sent (`value` alone still shows the level).
+    func window(of gauge: GaugeState, value: Double, levelAt: Date, lengthSeconds: Double, at now: Date) -> (String, String)? {
         let step = (gauge.config.policy.levelStep > 0 ? gauge.config.policy.levelStep : 1) / 100
         if case .progress(let shown)? = gauge.policy.delivered, let startText = shown.startDate, let endText = shown.endDate,
             let start = RFC3339.parse(startText), let end = RFC3339.parse(endText),
             abs(end.timeIntervalSince(start) - lengthSeconds) <= 1, end.timeIntervalSince(now) <= ProgressContent.latestDateSeconds
         {
-            let fraction = min(1, max(0, now.timeIntervalSince(start) / end.timeIntervalSince(start)))
+            if let shownAt = gauge.shownLevelAt, levelAt <= shownAt { return (startText, endText) }
+            let fraction = min(1, max(0, levelAt.timeIntervalSince(start) / end.timeIntervalSince(start)))
             if abs(fraction - value) < step { return (startText, endText) }
         }
         // Whole seconds: the phone needs no milliseconds, and a window that moved by one is no news.
@@ -200,6 +207,7 @@ extension FlowEngine {
         guard isValid(content, of: name, at: now, into: &out) else { return }
         if let push = gauges[position].policy.offer(content, at: now, urgent: urgent) {
             gauges[position].shownRateW = document.rateW
+            gauges[position].shownLevelAt = document.levelAt
             out.append(.push(widget: name, at: now, push))
         }
     }

@@ -117,6 +117,47 @@ import Testing
         Self.expectValid(home)
     }
 
+    /// Between two readings of the level the window is the better guess: time passing alone sends
+    /// nothing. A level read a step away from where the window has the bar makes a new window,
+    /// true at its push time.
+    @Test func aLevelThatStraysAStepFromTheWindowMakesANewOne() throws {
+        var home = EngineHarness(Self.home([Self.battery()]))
+        home.send("soc", "50", at: afternoon)
+        home.send("bat", "1000", at: afternoon)
+        let first = try #require(home.progress("battery"))
+        let windowed = home.pushes(of: "battery").count
+        // 20 minutes of the battery alone, no level: the window has the bar at 53 % by then.
+        for minute in 1...20 { home.send("bat", "1000", at: afternoon + Double(minute) * 60) }
+        home.run(until: afternoon + 1250)
+        #expect(home.progress("battery")?.startDate == first.startDate)
+        #expect(home.pushes(of: "battery").dropFirst(windowed).allSatisfy { $0.push.patch["start_date"] == nil })
+        // The battery says 53 %: as the window has it. Then, ten minutes on, still 53 %: a step behind.
+        home.send("soc", "53", at: afternoon + 1260)
+        #expect(home.progress("battery")?.startDate == first.startDate)
+        home.send("soc", "53", at: afternoon + 1860)
+        let (at, push) = try #require(home.pushes(of: "battery").last)
+        #expect(at == Date(timeIntervalSince1970: afternoon + 1860))
+        #expect(push.patch["start_date"] != nil)
+        let bar = try #require(home.progress("battery"))
+        #expect(abs(try Self.fraction(bar, at: at) - 0.53) < 1e-4)
+        Self.expectValid(home)
+    }
+
+    /// A level published only when it changes can be old when the battery starts charging: the
+    /// window is made for it at the push, and kept until the level is read again.
+    @Test func anOldLevelKeepsTheWindowMadeForIt() throws {
+        var home = EngineHarness(Self.home([Self.battery()]))
+        home.send("soc", "50", at: afternoon)
+        home.send("bat", "0", at: afternoon)
+        home.send("bat", "1000", at: afternoon + 1200)
+        let (at, _) = try #require(home.pushes(of: "battery").last)
+        let first = try #require(home.progress("battery"))
+        #expect(abs(try Self.fraction(first, at: at) - 0.5) < 1e-4)
+        for minute in 21...40 { home.send("bat", "1000", at: afternoon + Double(minute) * 60) }
+        #expect(home.progress("battery")?.startDate == first.startDate)
+        #expect(home.pushes(of: "battery").filter { $0.push.patch["start_date"] != nil }.count == 1)
+    }
+
     /// A clock-driven bar can only rise: draining sends no dates and clears the ones sent, with
     /// `null`, as soon as it has settled (not at the end of `min_interval`); so does idling.
     @Test func drainingOrIdleSendsNoDatesAndClearsThoseSent() throws {
