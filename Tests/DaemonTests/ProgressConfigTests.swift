@@ -114,6 +114,23 @@ import Testing
         #expect(error?.description.contains("config.yaml: \(expected)") == true, "\(name): \(error?.description ?? "no error")")
     }
 
+    /// The example config's bars are right: the battery bar it has, and the two it shows commented
+    /// out (from `  # autarky:` on), once uncommented.
+    @Test func theExamplesBarsLoad() throws {
+        let example = try String(contentsOf: Repository.root.appendingPathComponent("Config/example.yaml"), encoding: .utf8)
+        var uncommenting = false
+        let lines = example.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            if line.hasPrefix("  # autarky:") { uncommenting = true }
+            return uncommenting && line.hasPrefix("  # ") ? "  " + line.dropFirst(4) : line
+        }
+        #expect(uncommenting, "the example shows the commented bars")
+        let config = try DaemonConfig.parse(lines.joined(separator: "\n"), file: "example.yaml")
+        #expect(config.flow.progressWidgets.map(\.measure) == [
+            .battery(BatteryGauge(capacityKWh: 10)), .selfSufficiency, .productionGoal(goalKWh: 25),
+        ])
+        #expect(try DaemonConfig.parse(example, file: "example.yaml").flow.progressWidgets.map(\.name) == ["battery"])
+    }
+
     /// `check` says what each bar is made of.
     @Test func checkDescribesTheBars() throws {
         let folder = TemporaryFolder()
