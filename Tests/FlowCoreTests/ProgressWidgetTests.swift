@@ -308,6 +308,25 @@ import Testing
         Self.expectValid(home)
     }
 
+    /// The day's self-sufficiency stands still while the grid meter is silent (its import total
+    /// counts nothing, the home's balance is held): the bar says so, naming the grid.
+    @Test func aSilentGridMeterGraysTheSelfSufficiencyBar() throws {
+        var config = Self.home([ProgressWidgetConfig(name: "autarky", measure: .selfSufficiency, policy: Self.policy)])
+        config.sources[1].staleAfterSeconds = 60
+        var home = EngineHarness(config)
+        for t in stride(from: 0.0, through: 50, by: 10) {
+            home.send("pv", "1000", at: afternoon + t)
+            home.send("grid", "500", at: afternoon + t)
+            home.send("bat", "0", at: afternoon + t)
+        }
+        home.send("pv", "1000", at: afternoon + 120)
+        let bar = try #require(home.progress("autarky"))
+        #expect(bar.shared.subtitle == "Grid: no reading since 14:02")
+        #expect(bar.shared.accentColor == "gray")
+        #expect(bar.value == 0.67)  // 1 − 500 / 1500
+        Self.expectValid(home)
+    }
+
     /// Nothing a bar kept is in the state: after a restart its first push is the whole document,
     /// with a window made again, true at its push time.
     @Test func aRestartMakesTheWindowAgain() throws {
