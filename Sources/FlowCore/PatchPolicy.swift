@@ -84,16 +84,21 @@ public struct PatchPolicy: Sendable {
             return push(candidate, patch: candidate.json, at: now, full: true)
         }
         let shaped = holding(candidate, against: delivered)
-        guard let patch = WidgetContent.mergePatch(from: delivered, to: shaped) else {
+        guard shaped != delivered else {
             trailingAt = nil
             return nil
         }
         let intervalOver = lastPushAt.map { now < $0 || now.timeIntervalSince($0) >= config.minIntervalSeconds } ?? true
-        if urgent || intervalOver || isPrompt(shaped, after: delivered) {
-            return push(shaped, patch: patch, at: now, full: false)
+        guard urgent || intervalOver || isPrompt(shaped, after: delivered) else {
+            trailingAt = lastPushAt!.addingTimeInterval(config.minIntervalSeconds)
+            return nil
         }
-        trailingAt = lastPushAt!.addingTimeInterval(config.minIntervalSeconds)
-        return nil
+        // The patch only for a push: a change held back is offered again when the interval ends.
+        guard let patch = WidgetContent.mergePatch(from: delivered, to: shaped) else {
+            trailingAt = nil
+            return nil
+        }
+        return push(shaped, patch: patch, at: now, full: false)
     }
 
     /// Takes over what another policy (of a config being replaced) delivered, so that the next push
@@ -126,16 +131,16 @@ public struct PatchPolicy: Sendable {
     /// turning from up to down or back, or its window appearing or disappearing (a window left
     /// standing on a draining battery would go on filling the bar).
     func isPrompt(_ new: WidgetContent, after old: WidgetContent) -> Bool {
-        switch (new, old) {
-        case (.flow(let new), .flow(let old)):
+        // Case by case rather than a switch over the pair: a tuple would copy both documents.
+        if case .flow(let new) = new, case .flow(let old) = old {
             return Self.slots(of: new) != Self.slots(of: old) || reversed(new.exchange, from: old.exchange)
                 || reversed(new.storage, from: old.storage)
-        case (.progress(let new), .progress(let old)):
-            let reversal = Set([new.trend, old.trend]) == ["up", "down"]
-            return reversal || (new.startDate == nil) != (old.startDate == nil)
-        default:
-            return true  // the widget changed its template (a reloaded config)
         }
+        if case .progress(let new) = new, case .progress(let old) = old {
+            let reversal = (new.trend == "up" && old.trend == "down") || (new.trend == "down" && old.trend == "up")
+            return reversal || (new.startDate == nil) != (old.startDate == nil)
+        }
+        return true  // the widget changed its template (a reloaded config)
     }
 
     /// Which slots are drawn, and how many inputs.
