@@ -195,7 +195,9 @@ public struct FlowEngine: Sendable {
                 {
                     storage = found
                 }
-                reads = Set(terms.map(\.source) + (level.map { [$0] } ?? []) + (storage.flatMap { widgets[flow!].nodes[$0].counter }.map { [$0] } ?? []))
+                var read = terms.map(\.source) + (level.map { [$0] } ?? [])
+                if let flow, let storage, let counter = widgets[flow].nodes[storage].counter { read.append(counter) }
+                reads = Set(read)
             }
             return GaugeState(
                 config: progress, flow: flow, battery: battery, storage: storage, reads: reads,

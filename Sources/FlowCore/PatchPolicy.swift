@@ -131,7 +131,6 @@ public struct PatchPolicy: Sendable {
     /// turning from up to down or back, or its window appearing or disappearing (a window left
     /// standing on a draining battery would go on filling the bar).
     func isPrompt(_ new: WidgetContent, after old: WidgetContent) -> Bool {
-        // Case by case rather than a switch over the pair: a tuple would copy both documents.
         if case .flow(let new) = new, case .flow(let old) = old {
             return Self.slots(of: new) != Self.slots(of: old) || reversed(new.exchange, from: old.exchange)
                 || reversed(new.storage, from: old.storage)
