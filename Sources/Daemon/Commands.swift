@@ -261,7 +261,7 @@ public enum Commands {
                 return 73  // EX_CANTCREAT
             }
         }
-        do { _ = try pictures?.write(widgets: config.flow.widgets.map(\.name), through: replay.engine.clock) } catch {
+        do { _ = try pictures?.write(widgets: config.flow.widgetNames, through: replay.engine.clock) } catch {
             printError("flowbridge: cannot write the pictures: \(error)")
             return 73  // EX_CANTCREAT
         }

@@ -11,25 +11,60 @@ struct ConfigSummary {
     var text: String {
         var lines: [String] = []
         let flow = config.flow
-        lines.append("config OK: \(flow.sources.count) source\(flow.sources.count == 1 ? "" : "s"), \(flow.widgets.count) widget\(flow.widgets.count == 1 ? "" : "s"); day in \(zone.identifier); broker \(config.mqtt.host):\(config.mqtt.port)\(config.mqtt.tls == nil ? "" : " (TLS)")")
+        lines.append("config OK: \(flow.sources.count) source\(flow.sources.count == 1 ? "" : "s"), \(flow.widgetNames.count) widget\(flow.widgetNames.count == 1 ? "" : "s"); day in \(zone.identifier); broker \(config.mqtt.host):\(config.mqtt.port)\(config.mqtt.tls == nil ? "" : " (TLS)")")
         lines.append("state kept in \(statePath)")
         let sources = Dictionary(flow.sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for widget in flow.widgets {
-            let policy = widget.policy
             lines.append("")
-            lines.append("widget \(widget.name) (flow, unit \(widget.unit ?? "none")): pushes at least \(JSONValue.format(policy.minIntervalSeconds))s apart, \(policy.settleSeconds > 0 ? "each once the readings of \(JSONValue.format(policy.settleSeconds))s have settled" : "without settling"), rates to \(JSONValue.format(policy.rateStep)) with a deadband of \(JSONValue.format(policy.rateDeadband)), totals to \(JSONValue.format(policy.totalStep)) kWh\(widget.staleMarker ? "" : "; held slots not marked")")
+            lines.append("widget \(widget.name) (flow, unit \(widget.unit ?? "none")): \(describe(widget.policy))\(widget.staleMarker ? "" : "; held slots not marked")")
             for (place, node) in widget.nodes {
                 let title = "  \(place) \(node.name.map { "\"\($0)\"" } ?? "")"
                 lines.append(title)
-                lines.append("      rate  = \(describe(node.rate, sources: sources, place: place))")
+                lines.append("  rate  = \(describe(node.rate, sources: sources, place: place))")
                 if let level = node.level { lines.append("      level = \(describe(level, sources: sources))") }
                 if let total = node.total { lines.append("      total = \(describe(total, sources: sources))") }
                 lines.append("      when stale: \(node.whenStale.rawValue)")
             }
             lines += pushLines(widget: widget.name)
         }
+        for widget in flow.progressWidgets {
+            lines.append("")
+            lines += describe(widget, in: flow, sources: sources)
+        }
         lines += outputLines
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// When a widget is pushed, and how its values are rounded.
+    func describe(_ policy: PatchPolicyConfig) -> String {
+        "pushes at least \(JSONValue.format(policy.minIntervalSeconds))s apart, \(policy.settleSeconds > 0 ? "each once the readings of \(JSONValue.format(policy.settleSeconds))s have settled" : "without settling"), rates to \(JSONValue.format(policy.rateStep)) with a deadband of \(JSONValue.format(policy.rateDeadband)), totals to \(JSONValue.format(policy.totalStep)) kWh"
+    }
+
+    /// A progress widget: what its bar and rows are made of, and from which flow widget.
+    func describe(_ widget: ProgressWidgetConfig, in flow: FlowConfig, sources: [String: SourceConfig]) -> [String] {
+        let reads = flow.flowWidget(for: widget)
+        let from = reads.map { ", reads flow widget \($0.name)" } ?? ""
+        var lines = ["widget \(widget.name) (progress of \(widget.measure.word)\(from)): \(describe(widget.policy)), the bar to \(JSONValue.format(widget.policy.levelStep)) %\(widget.staleMarker ? "" : "; held readings not marked")"]
+        let name = reads?.name ?? ""
+        switch widget.measure {
+        case .battery(let gauge):
+            guard let node = gauge.node(besides: reads), let level = node.level else { break }
+            lines.append("  value = level \(describe(level, sources: sources)) / 100")
+            lines.append("  rate  = \(describe(node.rate, sources: sources, place: .storage)): the trend and Charging / Draining")
+            if let storage = reads?.storage, storage.rate == node.rate, let total = storage.total {
+                lines.append("  today = the storage total of \(name) (\(total))")
+            }
+            if let capacity = gauge.capacityKWh {
+                lines.append("  capacity \(JSONValue.format(capacity)) kWh: Full in / Empty in; while charging, start_date and end_date advance the bar on the phone")
+            }
+        case .selfSufficiency:
+            let exchange = reads?.exchange?.total.map(\.description) ?? "none"
+            let output = reads?.output?.total.map(\.description) ?? "none"
+            lines.append("  value = 1 − import today / output today of \(name) (exchange total \(exchange), output total \(output)), within 0…1")
+        case .productionGoal(let goal):
+            lines.append("  value = today's production of \(name) (its inputs' totals) / \(JSONValue.format(goal)) kWh, at most 1")
+        }
+        return lines
     }
 
     func describe(_ rate: RateSpec, sources: [String: SourceConfig], place: NodePlace) -> String {

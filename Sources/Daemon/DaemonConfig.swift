@@ -171,19 +171,12 @@ struct ConfigLoader {
             }
             if mapping.pairs.isEmpty { reader.report("sources", node, "needs at least one source") }
         }
-        var widgets: [FlowWidgetConfig] = []
-        if let node = top.required("widgets"), let mapping = reader.mapping(node, "widgets") {
-            for (key, value) in mapping.pairs {
-                guard let name = key.scalarValue else { continue }
-                if let widget = loadWidget(name, value, "widgets.\(name)", sources: sources) { widgets.append(widget) }
-            }
-            if mapping.pairs.isEmpty { reader.report("widgets", node, "needs at least one widget") }
-        }
+        let flow = top.required("widgets").map { loadWidgets($0, sources: sources) } ?? FlowConfig(sources: sources, widgets: [])
         let sinks = loadSinks(&top)
         top.finish()
         return DaemonConfig(
-            timezone: timezone, mqtt: mqtt, keepalives: keepalives, flow: FlowConfig(sources: sources, widgets: widgets),
-            stateFile: stateFile, pushes: sinks.pushes, output: sinks.output)
+            timezone: timezone, mqtt: mqtt, keepalives: keepalives, flow: flow, stateFile: stateFile, pushes: sinks.pushes,
+            output: sinks.output)
     }
 
     /// The state file a run would use must be a flowbridge state or nothing yet: a directory, the
@@ -411,32 +404,75 @@ struct ConfigLoader {
 
     // MARK: widgets
 
-    func loadWidget(_ name: String, _ node: YAMLNode, _ path: String, sources: [SourceConfig]) -> FlowWidgetConfig? {
+    /// A widget as read, before the progress widgets' references to flow widgets are checked.
+    enum LoadedWidget {
+        case flow(FlowWidgetConfig)
+        /// With its `progress:` mapping and the key path to it, for the problems found once every
+        /// widget is read.
+        case progress(ProgressWidgetConfig, node: YAMLNode, path: String)
+    }
+
+    /// The `widgets:` mapping: flow widgets, and progress widgets that read them (in any order).
+    func loadWidgets(_ node: YAMLNode, sources: [SourceConfig]) -> FlowConfig {
+        var config = FlowConfig(sources: sources, widgets: [])
+        guard let mapping = reader.mapping(node, "widgets") else { return config }
+        var progress: [(node: YAMLNode, path: String)] = []
+        for (key, value) in mapping.pairs {
+            guard let name = key.scalarValue else { continue }
+            switch loadWidget(name, value, "widgets.\(name)", sources: sources) {
+            case .flow(let widget)?:
+                config.widgets.append(widget)
+            case .progress(let widget, let node, let path)?:
+                config.progressWidgets.append(widget)
+                progress.append((node, path))
+            case nil:
+                break
+            }
+        }
+        if mapping.pairs.isEmpty { reader.report("widgets", node, "needs at least one widget") }
+        for (widget, place) in zip(config.progressWidgets, progress) {
+            checkReferences(of: widget, in: config, node: place.node, path: place.path)
+        }
+        return config
+    }
+
+    func loadWidget(_ name: String, _ node: YAMLNode, _ path: String, sources: [SourceConfig]) -> LoadedWidget? {
         guard var map = reader.mapping(node, path) else { return nil }
         defer { map.finish() }
         let template = map.required("template").flatMap { reader.text($0, map.childPath("template")) }
-        guard template == "flow" else {
+        guard template == "flow" || template == "progress" else {
             if let template {
-                reader.report(map.childPath("template"), map.value("template"), "'\(template)' is not a template flowbridge feeds (flow)")
+                reader.report(map.childPath("template"), map.value("template"), "'\(template)' is not a template flowbridge feeds (flow, progress)")
             }
             // Without a template its other keys mean nothing: one problem, not one per key.
             map.ignoreRest()
             return nil
         }
-        var widget = FlowWidgetConfig(name: name)
         _ = map.value("push")  // a sink's setting: loadSinks reads it
-        widget.shared = SharedContent(
+        // What every template shares: the content's own fields, the policy, the stale marker.
+        let shared = SharedContent(
             label: map.text("label"), subtitle: map.text("subtitle"), icon: map.text("icon", limit: 128),
             accentColor: map.text("accent_color"), backgroundColor: map.text("background_color"),
             textColor: map.text("text_color"))
+        let policy = map.value("policy").map { loadPolicy($0, map.childPath("policy")) } ?? PatchPolicyConfig()
+        let staleMarker = map.flag("stale_marker") ?? true
+        let known = Dictionary(sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        if template == "progress" {
+            guard let progressNode = map.required("progress"), var progress = reader.mapping(progressNode, map.childPath("progress")) else {
+                return nil
+            }
+            defer { progress.finish() }
+            let flow = progress.text("flow")
+            guard let measure = loadMeasure(&progress, sources: known) else { return nil }
+            let widget = ProgressWidgetConfig(name: name, shared: shared, measure: measure, flow: flow, policy: policy, staleMarker: staleMarker)
+            return .progress(widget, node: progressNode, path: progress.path)
+        }
+        var widget = FlowWidgetConfig(name: name, shared: shared, policy: policy, staleMarker: staleMarker)
         if let unit = map.text("unit", limit: 32) { widget.unit = unit }
-        if let policyNode = map.value("policy") { widget.policy = loadPolicy(policyNode, map.childPath("policy")) }
-        widget.staleMarker = map.flag("stale_marker") ?? true
         guard let flowNode = map.required("flow"), var flow = reader.mapping(flowNode, map.childPath("flow")) else {
             return nil
         }
         defer { flow.finish() }
-        let known = Dictionary(sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         if let inputs = flow.value("inputs") {
             let inputsPath = flow.childPath("inputs")
             if let items = inputs.items {
@@ -460,7 +496,98 @@ struct ConfigLoader {
         if widget.output?.rate == .balance, widget.inputs.isEmpty, widget.storage == nil, widget.exchange == nil {
             reader.report(flow.childPath("output.rate"), flowNode, "balance needs inputs, storage or exchange to derive the output from")
         }
-        return widget
+        return .flow(widget)
+    }
+
+    /// The words of `progress: {of: …}`.
+    enum MeasureWord: String, CaseIterable {
+        case battery, selfSufficiency = "self_sufficiency", productionGoal = "production_goal"
+    }
+
+    /// `of:` and what it takes: `rate:`, `level:` and `capacity_kwh:` for a battery, `goal_kwh:`
+    /// for a production goal. A key another measure takes is reported as unknown here.
+    func loadMeasure(_ map: inout MappingReader, sources: [String: SourceConfig]) -> ProgressMeasure? {
+        guard let word = map.required("of").flatMap({ reader.choice($0, map.childPath("of"), as: MeasureWord.self) }) else {
+            map.ignoreRest()
+            return nil
+        }
+        func positive(_ key: String) -> Double? {
+            guard let value = map.number(key) else { return nil }
+            if value <= 0 { reader.report(map.childPath(key), map.value(key), "must be more than 0 kWh") }
+            return value > 0 ? value : nil
+        }
+        switch word {
+        case .battery:
+            var gauge = BatteryGauge()
+            if let rateNode = map.value("rate") {
+                gauge.rate = loadRate(rateNode, map.childPath("rate"), slot: .storage)
+                if case .sum(let terms)? = gauge.rate {
+                    for term in terms { checkSource(term.source, map.childPath("rate"), rateNode, quantity: .power, sources: sources) }
+                }
+            }
+            if let levelNode = map.value("level"), let level = reader.text(levelNode, map.childPath("level")) {
+                checkSource(level, map.childPath("level"), levelNode, quantity: .level, sources: sources)
+                gauge.level = level
+            }
+            gauge.capacityKWh = positive("capacity_kwh")
+            return .battery(gauge)
+        case .selfSufficiency:
+            return .selfSufficiency
+        case .productionGoal:
+            guard map.required("goal_kwh") != nil, let goal = positive("goal_kwh") else { return nil }
+            return .productionGoal(goalKWh: goal)
+        }
+    }
+
+    /// What a progress widget reads from a flow widget must be there: the flow widget its `flow:`
+    /// names (or the only one), and in it the storage's rate and level, the import and output
+    /// totals, or the inputs' totals.
+    func checkReferences(of widget: ProgressWidgetConfig, in config: FlowConfig, node: YAMLNode, path: String) {
+        let flowNames = config.widgets.map(\.name)
+        let listed = flowNames.isEmpty ? "there is none" : "flow widgets: \(flowNames.joined(separator: ", "))"
+        let flowKey = node.pairs?.first { $0.key.scalarValue == "flow" }?.value
+        let flow = config.flowWidget(for: widget)
+        if let name = widget.flow, flow == nil {
+            reader.report("\(path).flow", flowKey, "'\(name)' is not a flow widget (\(listed))")
+            return
+        }
+        let what = "of: \(widget.measure.word)"
+        if case .battery(let gauge) = widget.measure {
+            guard gauge.node(besides: flow) == nil else { return }
+            if flow == nil, flowNames.count > 1 {
+                reader.report(path, node, "\(what) reads the storage of a flow widget unless it has a rate and a level of its own; \(listed): say which with flow:")
+                return
+            }
+            let missing = [("rate", "a power source (+ filling)", (gauge.rate ?? flow?.storage?.rate) == nil), ("level", "a % source", (gauge.level ?? flow?.storage?.level) == nil)]
+            for (key, wanted, isMissing) in missing where isMissing {
+                let elsewhere = flow.map { "flow widget '\($0.name)' has no storage \(key)" } ?? "the config has no flow widget"
+                reader.report("\(path).\(key)", node, "\(what) needs a \(key): \(wanted) here, or the storage \(key) of a flow widget; \(elsewhere)")
+            }
+            return
+        }
+        guard let flow else {
+            let fix = flowNames.isEmpty ? "add one" : "say which with flow:"
+            reader.report(path, node, "\(what) reads the day's totals of a flow widget (\(listed)): \(fix)")
+            return
+        }
+        switch widget.measure {
+        case .selfSufficiency:
+            if flow.output?.total == nil {
+                reader.report(path, node, "\(what) reads today's output total of flow widget '\(flow.name)', and its output has none (total: integrate or a counter)")
+            }
+            switch flow.exchange?.total {
+            case .imported?, .counter?, .daily?:
+                break
+            default:
+                reader.report(path, node, "\(what) reads today's import of flow widget '\(flow.name)': its exchange needs total: import (or a counter of imported energy)")
+            }
+        case .productionGoal:
+            if !flow.inputs.contains(where: { $0.total != nil }) {
+                reader.report(path, node, "\(what) reads the inputs' totals of flow widget '\(flow.name)', and none of its inputs has a total (total: integrate or a counter)")
+            }
+        case .battery:
+            break
+        }
     }
 
     func loadPolicy(_ node: YAMLNode, _ path: String) -> PatchPolicyConfig {
@@ -485,18 +612,24 @@ struct ConfigLoader {
         return policy
     }
 
+    /// A source a node or a bar refers to must exist and read the right quantity.
+    func checkSource(_ name: String, _ path: String, _ at: YAMLNode?, quantity: SourceUnit.Quantity, sources: [String: SourceConfig]) {
+        guard let source = sources[name] else {
+            let names = sources.keys.sorted().joined(separator: ", ")
+            reader.report(path, at, "unknown source '\(name)' (sources: \(names))")
+            return
+        }
+        if source.unit.quantity != quantity {
+            let key = path.split(separator: ".").last.map(String.init) ?? path
+            reader.report(path, at, "source '\(name)' is \(source.unit.quantity.rawValue) (\(source.unit.rawValue)); \(key) needs \(quantity.rawValue)")
+        }
+    }
+
     func loadNode(_ node: YAMLNode, _ path: String, slot: FlowSlot, sources: [String: SourceConfig]) -> NodeConfig? {
         guard var map = reader.mapping(node, path) else { return nil }
         defer { map.finish() }
         func source(_ name: String, _ key: String, _ at: YAMLNode?, quantity: SourceUnit.Quantity) {
-            guard let source = sources[name] else {
-                let names = sources.keys.sorted().joined(separator: ", ")
-                reader.report(map.childPath(key), at, "unknown source '\(name)' (sources: \(names))")
-                return
-            }
-            if source.unit.quantity != quantity {
-                reader.report(map.childPath(key), at, "source '\(name)' is \(source.unit.quantity.rawValue) (\(source.unit.rawValue)); \(key) needs \(quantity.rawValue)")
-            }
+            checkSource(name, map.childPath(key), at, quantity: quantity, sources: sources)
         }
         let name = map.text("name", limit: 32)
         let icon = map.text("icon", limit: 128)

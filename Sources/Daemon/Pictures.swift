@@ -42,8 +42,9 @@ struct PictureFolder {
     }
 }
 
-/// What `replay --svg` draws: the last document of every widget, and for each flow widget a chart
-/// of its nodes' power for every local day of the trace, from the documents it was pushed.
+/// What `replay --svg` draws: the last document of every widget (flow or progress), and for each
+/// flow widget a chart of its nodes' power for every local day of the trace, from the documents it
+/// was pushed.
 struct ReplayPictures {
     let folder: PictureFolder
     let zone: any LocalTimeZone
@@ -56,7 +57,7 @@ struct ReplayPictures {
     }
 
     mutating func take(_ outputs: [FlowEngine.Output]) {
-        for case .push(let widget, let at, let push) in outputs { record(.flow(push.document), of: widget, at: at) }
+        for case .push(let widget, let at, let push) in outputs { record(push.document, of: widget, at: at) }
     }
 
     mutating func record(_ document: WidgetContent, of widget: String, at: Date) {
@@ -99,7 +100,7 @@ struct RenderCommand {
     static let cannotCreate: Int32 = 73  // EX_CANTCREAT
 
     func run() -> Int32 {
-        let widgets = config.flow.widgets.map(\.name)
+        let widgets = config.flow.widgetNames
         let toFile = out.hasSuffix(".svg")
         if toFile, widgets.count > 1 {
             return Commands.usageFailure("--out \(out) is one file, but the config has \(widgets.count) widgets: give a folder")

@@ -62,7 +62,8 @@ public struct Replay {
     public init(config: FlowConfig, zone: any LocalTimeZone) {
         engine = FlowEngine(config: config, zone: zone)
         self.zone = zone
-        drainSeconds = config.widgets.map { $0.policy.settleSeconds + $0.policy.minIntervalSeconds }.max() ?? 0
+        let policies = config.widgets.map(\.policy) + config.progressWidgets.map(\.policy)
+        drainSeconds = policies.map { $0.settleSeconds + $0.minIntervalSeconds }.max() ?? 0
     }
 
     /// Restores the saved day before the first message; throws when the file is not a state to use.
@@ -93,8 +94,8 @@ public struct Replay {
     /// `{"widget": "power", "content": {…}}` for every widget that was pushed, in config order.
     public func finalLines() -> [String] {
         let delivered = engine.deliveredContent
-        return engine.config.widgets.compactMap { widget in
-            delivered[widget.name].map { JSONValue.object(["widget": .string(widget.name), "content": $0]).description }
+        return engine.config.widgetNames.compactMap { widget in
+            delivered[widget].map { JSONValue.object(["widget": .string(widget), "content": $0]).description }
         }
     }
 }

@@ -2,11 +2,24 @@
 /// file (YAML), checks it and builds this; the core only trusts it.
 public struct FlowConfig: Sendable, Equatable {
     public var sources: [SourceConfig]
+    /// The `flow` widgets.
     public var widgets: [FlowWidgetConfig]
+    /// The `progress` widgets, each derived from the state the flow widgets keep.
+    public var progressWidgets: [ProgressWidgetConfig]
 
-    public init(sources: [SourceConfig], widgets: [FlowWidgetConfig]) {
+    public init(sources: [SourceConfig], widgets: [FlowWidgetConfig], progressWidgets: [ProgressWidgetConfig] = []) {
         self.sources = sources
         self.widgets = widgets
+        self.progressWidgets = progressWidgets
+    }
+
+    /// Every widget's name: the flow widgets, then the progress widgets.
+    public var widgetNames: [String] { widgets.map(\.name) + progressWidgets.map(\.name) }
+
+    /// The flow widget a progress widget reads: the one its `flow:` names, else the only one.
+    public func flowWidget(for progress: ProgressWidgetConfig) -> FlowWidgetConfig? {
+        if let name = progress.flow { return widgets.first { $0.name == name } }
+        return widgets.count == 1 ? widgets[0] : nil
     }
 }
 
@@ -225,6 +238,26 @@ public struct PatchPolicyConfig: Sendable, Equatable {
         self.levelStep = levelStep
         self.settleSeconds = settleSeconds
     }
+
+    /// The rate the widget goes on showing: `shown` while `rate` moved less than the deadband from
+    /// it, except to or from 0 (a widget stuck at "15 W" all night is a lie). A change of
+    /// direction always passes: both sides are then at least a deadband away from 0.
+    public func holding(_ rate: Double, shown: Double?) -> Double {
+        guard let shown, abs(rate - shown) < rateDeadband, rate != 0, shown != 0 else { return rate }
+        return shown
+    }
+
+    /// +1 (importing, filling), −1 (exporting, draining), or 0 when the rate is within the
+    /// deadband (or the step) of 0.
+    public func direction(ofRate rate: Double) -> Int {
+        let threshold = max(rateDeadband, rateStep)
+        return rate >= threshold ? 1 : rate <= -threshold ? -1 : 0
+    }
+
+    /// A fraction (0…1) in steps of `levelStep` percent: a bar moves in whole percent steps.
+    public func fraction(_ value: Double) -> Double {
+        min(1, max(0, PatchPolicy.quantize(value * 100, step: levelStep) / 100))
+    }
 }
 
 /// A `flow` widget fed by the engine.
@@ -263,6 +296,78 @@ public struct FlowWidgetConfig: Sendable, Equatable {
         if let storage { all.append((.storage, storage)) }
         if let exchange { all.append((.exchange, exchange)) }
         return all
+    }
+}
+
+/// A `progress` widget (`spec/progress-template.txt`): one bar derived from the engine's state,
+/// beside a flow widget whose nodes and totals it reads (one energy day, never a second integration).
+public struct ProgressWidgetConfig: Sendable, Equatable {
+    public var name: String
+    public var shared: SharedContent
+    public var measure: ProgressMeasure
+    /// The flow widget it reads; nil: the only flow widget (or none, for a battery with its own
+    /// rate and level).
+    public var flow: String?
+    public var policy: PatchPolicyConfig
+    /// While a reading it shows is held from a silent meter, the bar turns gray and the subtitle
+    /// names the meter.
+    public var staleMarker: Bool
+
+    public init(
+        name: String, shared: SharedContent = SharedContent(), measure: ProgressMeasure, flow: String? = nil,
+        policy: PatchPolicyConfig = PatchPolicyConfig(), staleMarker: Bool = true
+    ) {
+        self.name = name
+        self.shared = shared
+        self.measure = measure
+        self.flow = flow
+        self.policy = policy
+        self.staleMarker = staleMarker
+    }
+}
+
+/// What a progress bar shows (`progress: {of: …}`).
+public enum ProgressMeasure: Sendable, Equatable {
+    /// The battery's level, its trend and, with a capacity, a window that advances on the phone
+    /// while it charges.
+    case battery(BatteryGauge)
+    /// The share of today's consumption covered without the grid: 1 − import / output.
+    case selfSufficiency
+    /// Today's production (the inputs' totals) against a daily goal.
+    case productionGoal(goalKWh: Double)
+
+    /// The config's word for it.
+    public var word: String {
+        switch self {
+        case .battery: "battery"
+        case .selfSufficiency: "self_sufficiency"
+        case .productionGoal: "production_goal"
+        }
+    }
+}
+
+/// The battery a progress bar shows: its own rate and level, or the flow widget's storage node's.
+public struct BatteryGauge: Sendable, Equatable {
+    /// + filling, − draining; nil: the storage rate of the flow widget.
+    public var rate: RateSpec?
+    /// A % source; nil: the storage level of the flow widget.
+    public var level: String?
+    /// The usable capacity (kWh): with it, the rows say when the battery is full or empty, and a
+    /// charging battery's bar advances on the phone by itself.
+    public var capacityKWh: Double?
+
+    public init(rate: RateSpec? = nil, level: String? = nil, capacityKWh: Double? = nil) {
+        self.rate = rate
+        self.level = level
+        self.capacityKWh = capacityKWh
+    }
+
+    /// The storage node the bar reads: its own rate and level where given, the rest (and the
+    /// name, `when_stale`) from the flow widget's storage. Nil without a rate or a level.
+    public func node(besides flow: FlowWidgetConfig?) -> NodeConfig? {
+        let storage = flow?.storage
+        guard let rate = rate ?? storage?.rate, let level = level ?? storage?.level else { return nil }
+        return NodeConfig(name: storage?.name, rate: rate, level: level, whenStale: storage?.whenStale ?? .hold)
     }
 }
 

@@ -74,12 +74,36 @@ public struct FlowEngine: Sendable {
         var lastKnownBalance: Double?
     }
 
+    /// A progress widget: what it reads, and the rate behind its last push.
+    struct GaugeState: Sendable {
+        let config: ProgressWidgetConfig
+        /// The flow widget whose nodes and totals it reads, by position.
+        let flow: Int?
+        /// `of: battery`: the battery's rate and level as a storage node of the bar's own, without a
+        /// total: the day's energy is the flow widget's.
+        let battery: NodeState?
+        /// `of: battery`: the flow widget's storage node, when the bar reads the same rate: its
+        /// total is the day's charge (or discharge) the rows show.
+        let storage: Int?
+        /// Every source whose reading can change the bar.
+        let reads: Set<Int>
+        var policy: PatchPolicy
+        /// The rate (W) the texts of the last push show: held within the deadband like a flow's
+        /// rates (and so is the window made for it).
+        var shownRateW: Double?
+        /// When the level the last push shows was read: a window stays until a later reading
+        /// disagrees with it.
+        var shownLevelAt: Date?
+    }
+
     public let config: FlowConfig
     let zone: any LocalTimeZone
     var sources: [SourceState]
     let exactTopics: [String: [Int]]
     let wildcardTopics: [(filter: TopicFilter, source: Int)]
     var widgets: [WidgetState]
+    /// The progress widgets.
+    var gauges: [GaugeState]
     /// Per widget: whether the output's clamp at 0 persists (a wrong sign) or was a moment's
     /// (meters apart). Beside the widgets, not in them, so that recording one while a widget's
     /// content is being made copies nothing.
@@ -118,11 +142,13 @@ public struct FlowEngine: Sendable {
         }
         exactTopics = exact
         wildcardTopics = wildcard
-        widgets = config.widgets.map { widget in
+        func terms(of rate: RateSpec) -> [Term] {
+            guard case .sum(let list) = rate else { return [] }
+            return list.map { Term(source: index[$0.source]!, sign: $0.negated ? -1 : 1) }
+        }
+        let widgets: [WidgetState] = config.widgets.map { widget in
             var nodes: [NodeState] = widget.nodes.map { place, node in
-                let terms: [Term] = if case .sum(let list) = node.rate {
-                    list.map { Term(source: index[$0.source]!, sign: $0.negated ? -1 : 1) }
-                } else { [] }
+                let terms = terms(of: node.rate)
                 let counter = node.total?.counterSource.map { index[$0]! }
                 let gapSources = terms.map(\.source) + (counter.map { [$0] } ?? [])
                 return NodeState(
@@ -150,6 +176,32 @@ public struct FlowEngine: Sendable {
             return WidgetState(
                 config: widget, nodes: nodes, policy: PatchPolicy(config: widget.policy), integrateOn: integrateOn,
                 reads: reads, balanceNode: balance)
+        }
+        self.widgets = widgets
+        gauges = config.progressWidgets.map { progress in
+            let flowConfig = config.flowWidget(for: progress)
+            let flow = flowConfig.flatMap { found in config.widgets.firstIndex { $0.name == found.name } }
+            var reads = flow.map { widgets[$0].reads } ?? []
+            var battery: NodeState?
+            var storage: Int?
+            if case .battery(let gauge) = progress.measure, let node = gauge.node(besides: flowConfig) {
+                let terms = terms(of: node.rate)
+                let level = node.level.map { index[$0]! }
+                battery = NodeState(
+                    place: .storage, config: node, terms: terms, level: level, counter: nil,
+                    maxGapSeconds: SourceConfig.defaultMaxGapSeconds, total: nil)
+                if let flow, let found = widgets[flow].nodes.firstIndex(where: { $0.place == .storage }),
+                    widgets[flow].nodes[found].config.rate == node.rate, widgets[flow].nodes[found].total != nil
+                {
+                    storage = found
+                }
+                var read = terms.map(\.source) + (level.map { [$0] } ?? [])
+                if let flow, let storage, let counter = widgets[flow].nodes[storage].counter { read.append(counter) }
+                reads = Set(read)
+            }
+            return GaugeState(
+                config: progress, flow: flow, battery: battery, storage: storage, reads: reads,
+                policy: PatchPolicy(config: progress.policy))
         }
         clampWatches = Array(repeating: ClampWatch(), count: widgets.count)
     }
@@ -190,6 +242,10 @@ public struct FlowEngine: Sendable {
                 noteBalance(of: position, at: shownAt)
             }
         }
+        // The bars after the flows: the totals they read are up to date.
+        for position in gauges.indices where accepted.contains(where: gauges[position].reads.contains) {
+            if gauges[position].policy.readingArrived(at: shownAt) { offerGauge(position, at: shownAt, urgent: false, into: &out) }
+        }
         return out
     }
 
@@ -201,7 +257,7 @@ public struct FlowEngine: Sendable {
         guard let now = take(time, verdict, into: &out), verdict != .late else { return out }
         interruptUnknownBalances(at: now)
         reportSilentSources(at: now, into: &out)
-        for position in widgets.indices { offer(position, at: now, urgent: false, into: &out) }
+        offerAll(at: now, urgent: false, into: &out)
         return out
     }
 
@@ -256,6 +312,7 @@ public struct FlowEngine: Sendable {
     public mutating func clockStepped(by seconds: Double, at now: Date) -> [Output] {
         var out: [Output] = []
         for position in sources.indices { sources[position].shift(by: seconds) }
+        for position in gauges.indices { gauges[position].policy.shift(by: seconds) }
         for position in widgets.indices {
             widgets[position].policy.shift(by: seconds)
             clampWatches[position].reset()
@@ -268,7 +325,7 @@ public struct FlowEngine: Sendable {
             "the system clock stepped \(seconds > 0 ? "ahead" : "back") by \(durationText(seconds: seconds)) (now \(zone.clockText(at: now, withSeconds: true)) \(zone.identifier)); no energy is counted across the step"
         )))
         advanceDay(to: now, into: &out)
-        for position in widgets.indices { offer(position, at: now, urgent: false, into: &out) }
+        offerAll(at: now, urgent: false, into: &out)
         return out
     }
 
@@ -285,6 +342,9 @@ public struct FlowEngine: Sendable {
         // and release all of them, per message.
         for position in widgets.indices {
             if let deadline = widgets[position].policy.deadline { consider(deadline) }
+        }
+        for position in gauges.indices {
+            if let deadline = gauges[position].policy.deadline { consider(deadline) }
         }
         if let day { consider(day.end) }
         for position in sources.indices {
@@ -306,6 +366,7 @@ public struct FlowEngine: Sendable {
     public var deliveredContent: [String: JSONValue] {
         var documents: [String: JSONValue] = [:]
         for widget in widgets { documents[widget.config.name] = widget.policy.delivered?.json }
+        for gauge in gauges { documents[gauge.config.name] = gauge.policy.delivered?.json }
         return documents
     }
 
@@ -327,9 +388,18 @@ public struct FlowEngine: Sendable {
     /// `old` knew of the connection: when it subscribed, and which sources of the same name spoke.
     public mutating func adoptDeliveries(from old: FlowEngine) {
         for position in widgets.indices {
-            if let previous = old.widgets.first(where: { $0.config.name == widgets[position].config.name }) {
-                widgets[position].policy.adopt(previous.policy)
+            let name = widgets[position].config.name
+            if let previous = old.policy(ofWidget: name) { widgets[position].policy.adopt(previous) }
+            if let previous = old.widgets.first(where: { $0.config.name == name }) {
                 widgets[position].lastKnownBalance = previous.lastKnownBalance
+            }
+        }
+        for position in gauges.indices {
+            let name = gauges[position].config.name
+            if let previous = old.policy(ofWidget: name) { gauges[position].policy.adopt(previous) }
+            if let previous = old.gauges.first(where: { $0.config.name == name }) {
+                gauges[position].shownRateW = previous.shownRateW
+                gauges[position].shownLevelAt = previous.shownLevelAt
             }
         }
         subscribedAt = old.subscribedAt
@@ -338,6 +408,11 @@ public struct FlowEngine: Sendable {
                 sources[position].adoptSession(from: previous)
             }
         }
+    }
+
+    /// The policy of the widget of this name, flow or progress.
+    func policy(ofWidget name: String) -> PatchPolicy? {
+        widgets.first { $0.config.name == name }?.policy ?? gauges.first { $0.config.name == name }?.policy
     }
 
     // MARK: - Time
@@ -413,7 +488,13 @@ public struct FlowEngine: Sendable {
             current = closedDays > 3 ? zone.day(containing: now) : zone.day(after: current)
         }
         day = current
-        for position in widgets.indices { offer(position, at: now, urgent: true, into: &out) }
+        offerAll(at: now, urgent: true, into: &out)
+    }
+
+    /// Offers every widget its content: the flows, then the bars that read their totals.
+    mutating func offerAll(at now: Date, urgent: Bool, into out: inout [Output]) {
+        for position in widgets.indices { offer(position, at: now, urgent: urgent, into: &out) }
+        for position in gauges.indices { offerGauge(position, at: now, urgent: urgent, into: &out) }
     }
 
     mutating func note(_ level: Diagnostic.Level, key: String, at now: Date, into out: inout [Output], _ message: () -> String) {

@@ -73,3 +73,30 @@ extension FlowContent {
         return patch.isEmpty ? nil : .object(patch)
     }
 }
+
+extension ProgressContent {
+    /// `MergePatch.diff(from: old.json, to: new.json)`, field by field: only what changed becomes JSON.
+    public static func mergePatch(from old: ProgressContent, to new: ProgressContent) -> JSONValue? {
+        if old == new { return nil }
+        var patch: [String: JSONValue] = [:]
+        for (key, field) in SharedContent.keys where old.shared[keyPath: field] != new.shared[keyPath: field] {
+            patch[key] = new.shared[keyPath: field].map(JSONValue.string) ?? .null
+        }
+        for (key, value) in fields {
+            let after = value(new)
+            if after != value(old) { patch[key] = after ?? .null }
+        }
+        return .object(patch)
+    }
+}
+
+extension WidgetContent {
+    /// `MergePatch.diff(from: old.json, to: new.json)`, computed from the models: only the parts that
+    /// differ are turned into JSON, which keeps a push cheap. (A widget whose template changed, in a
+    /// reloaded config, is diffed as JSON.)
+    public static func mergePatch(from old: WidgetContent, to new: WidgetContent) -> JSONValue? {
+        if case .flow(let old) = old, case .flow(let new) = new { return FlowContent.mergePatch(from: old, to: new) }
+        if case .progress(let old) = old, case .progress(let new) = new { return ProgressContent.mergePatch(from: old, to: new) }
+        return MergePatch.diff(from: old.json, to: new.json)
+    }
+}

@@ -1,23 +1,27 @@
 import FoundationEssentials
 
 /// Decides when a widget is pushed and what goes out (DESIGN §1.7), as a state machine: the engine
-/// offers the widget's current (quantized) content, the policy answers with a patch or nothing.
+/// offers the widget's current (quantized) content, the policy answers with a patch or nothing. One
+/// policy serves both templates.
 ///
 /// - A rate moves only past its deadband, except to or from 0 (a widget stuck at "15 W" all night is
-///   a lie) and on a change of direction.
+///   a lie) and on a change of direction. A flow's rates are held here, against the document the
+///   widget shows; a progress document carries its rate only inside texts (`Charging 800 W`), so
+///   the engine holds that figure before it writes them (`PatchPolicyConfig.holding`, one rule).
 /// - Readings of one moment settle first: meters publish milliseconds to a second apart, and a
 ///   widget offered between them shows a state that never was (the house at 0 W because the solar
 ///   reading came before the battery's). A burst of readings within `settle` of its first one makes
 ///   one offer, when the window closes (`deadline`).
 /// - A widget is pushed at most once per `minInterval`; a change held back is pushed when the
 ///   interval ends (`deadline`), with whatever the state is then: the last change is never dropped.
-/// - The first push, a slot appearing or disappearing and a direction change (import ↔ export,
-///   filling ↔ draining) go out as soon as they have settled; the day rollover at once.
+/// - The first push, a slot appearing or disappearing, a direction change (import ↔ export,
+///   filling ↔ draining; a bar's trend up ↔ down) and a progress window appearing or disappearing
+///   go out as soon as they have settled; the day rollover at once.
 /// - What goes out is the merge patch between the last pushed document and the new one.
 public struct PatchPolicy: Sendable {
     public let config: PatchPolicyConfig
     /// The document the widget shows now (the last one pushed).
-    public private(set) var delivered: FlowContent?
+    public private(set) var delivered: WidgetContent?
     public private(set) var lastPushAt: Date?
     /// When a change held back by `minInterval` is due.
     public private(set) var trailingAt: Date?
@@ -52,7 +56,7 @@ public struct PatchPolicy: Sendable {
         /// The merge patch of the content; the whole content on the first push.
         public var patch: JSONValue
         /// The whole content after the push.
-        public var document: FlowContent
+        public var document: WidgetContent
         public var isFullContent: Bool
 
         public var content: JSONValue { document.json }
@@ -70,7 +74,7 @@ public struct PatchPolicy: Sendable {
 
     /// Offers the widget's current content at `now`. `urgent` (the day rolled over) skips the
     /// interval and the settling. Returns the push to make, or nil when nothing is due.
-    public mutating func offer(_ candidate: FlowContent, at now: Date, urgent: Bool) -> Push? {
+    public mutating func offer(_ candidate: WidgetContent, at now: Date, urgent: Bool) -> Push? {
         if isSettling(at: now) {
             guard urgent else { return nil }
         } else {
@@ -79,19 +83,22 @@ public struct PatchPolicy: Sendable {
         guard let delivered else {
             return push(candidate, patch: candidate.json, at: now, full: true)
         }
-        let shaped = applyingDeadband(to: candidate, against: delivered)
-        guard let patch = FlowContent.mergePatch(from: delivered, to: shaped) else {
+        let shaped = holding(candidate, against: delivered)
+        guard shaped != delivered else {
             trailingAt = nil
             return nil
         }
         let intervalOver = lastPushAt.map { now < $0 || now.timeIntervalSince($0) >= config.minIntervalSeconds } ?? true
-        if urgent || intervalOver || Self.slots(of: shaped) != Self.slots(of: delivered)
-            || reversed(shaped.exchange, from: delivered.exchange) || reversed(shaped.storage, from: delivered.storage)
-        {
-            return push(shaped, patch: patch, at: now, full: false)
+        guard urgent || intervalOver || isPrompt(shaped, after: delivered) else {
+            trailingAt = lastPushAt!.addingTimeInterval(config.minIntervalSeconds)
+            return nil
         }
-        trailingAt = lastPushAt!.addingTimeInterval(config.minIntervalSeconds)
-        return nil
+        // The patch only for a push: a change held back is offered again when the interval ends.
+        guard let patch = WidgetContent.mergePatch(from: delivered, to: shaped) else {
+            trailingAt = nil
+            return nil
+        }
+        return push(shaped, patch: patch, at: now, full: false)
     }
 
     /// Takes over what another policy (of a config being replaced) delivered, so that the next push
@@ -112,11 +119,27 @@ public struct PatchPolicy: Sendable {
         settlesAt = settlesAt?.addingTimeInterval(seconds)
     }
 
-    private mutating func push(_ content: FlowContent, patch: JSONValue, at now: Date, full: Bool) -> Push {
+    private mutating func push(_ content: WidgetContent, patch: JSONValue, at now: Date, full: Bool) -> Push {
         delivered = content
         lastPushAt = now
         trailingAt = nil
         return Push(patch: patch, document: content, isFullContent: full)
+    }
+
+    /// A change that goes out as soon as it has settled, whatever the interval: a flow's slot
+    /// appearing or disappearing or its exchange or storage changing direction; a bar's trend
+    /// turning from up to down or back, or its window appearing or disappearing (a window left
+    /// standing on a draining battery would go on filling the bar).
+    func isPrompt(_ new: WidgetContent, after old: WidgetContent) -> Bool {
+        if case .flow(let new) = new, case .flow(let old) = old {
+            return Self.slots(of: new) != Self.slots(of: old) || reversed(new.exchange, from: old.exchange)
+                || reversed(new.storage, from: old.storage)
+        }
+        if case .progress(let new) = new, case .progress(let old) = old {
+            let reversal = (new.trend == "up" && old.trend == "down") || (new.trend == "down" && old.trend == "up")
+            return reversal || (new.startDate == nil) != (old.startDate == nil)
+        }
+        return true  // the widget changed its template (a reloaded config)
     }
 
     /// Which slots are drawn, and how many inputs.
@@ -124,34 +147,28 @@ public struct PatchPolicy: Sendable {
         [content.inputs?.count ?? -1, content.output == nil ? 0 : 1, content.storage == nil ? 0 : 1, content.exchange == nil ? 0 : 1]
     }
 
-    /// +1 (importing, filling), −1 (exporting, draining) or 0 when the rate is within the deadband of 0.
-    func direction(of node: FlowNode?) -> Int {
-        guard let rate = node?.rate else { return 0 }
-        let threshold = max(config.rateDeadband, config.rateStep)
-        return rate >= threshold ? 1 : rate <= -threshold ? -1 : 0
-    }
-
     /// Import ↔ export, filling ↔ draining: both sides clearly away from 0, in opposite directions.
     func reversed(_ node: FlowNode?, from old: FlowNode?) -> Bool {
-        direction(of: node) * direction(of: old) < 0
+        guard let rate = node?.rate, let oldRate = old?.rate else { return false }
+        return config.direction(ofRate: rate) * config.direction(ofRate: oldRate) < 0
     }
 
-    private func applyingDeadband(to candidate: FlowContent, against delivered: FlowContent) -> FlowContent {
-        // A reversal always passes: both sides are at least a deadband away from 0.
+    /// The candidate with every flow rate that moved less than the deadband held at what the widget
+    /// shows. (A progress document comes held: see the type's note.)
+    private func holding(_ candidate: WidgetContent, against delivered: WidgetContent) -> WidgetContent {
+        guard case .flow(let flow) = candidate, case .flow(let old) = delivered else { return candidate }
         func hold(_ node: FlowNode?, _ old: FlowNode?) -> FlowNode? {
-            guard var node, let old, let rate = node.rate, let oldRate = old.rate else { return node }
-            if abs(rate - oldRate) < config.rateDeadband, rate != 0, oldRate != 0 {
-                node.rate = oldRate
-            }
+            guard var node, let rate = node.rate else { return node }
+            node.rate = config.holding(rate, shown: old?.rate)
             return node
         }
-        var shaped = candidate
-        if let inputs = candidate.inputs, let old = delivered.inputs, inputs.count == old.count {
+        var shaped = flow
+        if let inputs = flow.inputs, let old = old.inputs, inputs.count == old.count {
             shaped.inputs = zip(inputs, old).map { hold($0, $1)! }
         }
-        shaped.output = hold(candidate.output, delivered.output)
-        shaped.storage = hold(candidate.storage, delivered.storage)
-        shaped.exchange = hold(candidate.exchange, delivered.exchange)
-        return shaped
+        shaped.output = hold(flow.output, old.output)
+        shaped.storage = hold(flow.storage, old.storage)
+        shaped.exchange = hold(flow.exchange, old.exchange)
+        return .flow(shaped)
     }
 }

@@ -141,7 +141,7 @@ extension FlowEngine {
             checkSigns(of: node, value: value, in: widget, at: position, now: now, into: &out)
             let rate = node.isMagnitude ? max(0, value.raw) : value.raw
             var total: Double?
-            if let energy = node.total, energy.counter?.last != nil || energy.direction != nil {
+            if let energy = node.total, energy.isCounting {
                 total = PatchPolicy.quantize(energy.energyKWh, step: policy.totalStep)
             }
             var level: Double?
@@ -151,16 +151,7 @@ extension FlowEngine {
             var color = node.config.color
             if widget.config.staleMarker, !value.heldFor.isEmpty {
                 color = Self.staleColor
-                for source in value.heldFor {
-                    let since = sources[source].lastValueAt ?? now
-                    // The derived output names the exchange or storage it cannot do without.
-                    let named = node.isBalance
-                        ? widget.nodes.indices.filter { other in
-                            widget.nodes[other].place.slot != .inputs && widget.nodes[other].terms.contains { $0.source == source }
-                        }
-                        : [index]
-                    for other in named { silent[other] = min(silent[other] ?? since, since) }
-                }
+                noteSilent(index, heldFor: value.heldFor, inWidget: position, at: now, into: &silent)
             }
             let shown = FlowNode(
                 name: node.config.name, rate: PatchPolicy.quantize(rate, step: policy.rateStep), total: total,
@@ -172,16 +163,40 @@ extension FlowEngine {
             case .exchange: content.exchange = shown
             }
         }
-        if !silent.isEmpty { content.shared.subtitle = staleSubtitle(silent, in: widget, at: now) }
+        if !silent.isEmpty { content.shared.subtitle = staleSubtitle(silentNames(silent, inWidget: position), at: now) }
         return content
     }
 
+    /// Notes the nodes a stale marker names for node `index` of widget `position`, which shows held
+    /// readings of the silent `sources`, with since when they are silent: the node itself, or for
+    /// the derived output the exchange or storage it cannot do without.
+    func noteSilent(_ index: Int, heldFor sources: [Int], inWidget position: Int, at now: Date, into silent: inout [Int: Date]) {
+        let nodes = widgets[position].nodes
+        for source in sources {
+            let since = self.sources[source].lastValueAt ?? now
+            let named = nodes[index].isBalance
+                ? nodes.indices.filter { other in
+                    nodes[other].place.slot != .inputs && nodes[other].terms.contains { $0.source == source }
+                }
+                : [index]
+            for other in named { silent[other] = min(silent[other] ?? since, since) }
+        }
+    }
+
+    /// The silent nodes of widget `position` by name, in document order.
+    func silentNames(_ silent: [Int: Date], inWidget position: Int) -> [(name: String, since: Date)] {
+        silent.keys.sorted().map { (nodeName(widgets[position].nodes[$0]), silent[$0]!) }
+    }
+
+    /// A node's name for people: its configured name, else its slot.
+    func nodeName(_ node: NodeState) -> String { node.config.name ?? node.place.slot.rawValue }
+
     /// `Grid: no reading since 14:02`, `Grid, Battery: no reading since 13:50` (the earliest).
-    func staleSubtitle(_ silent: [Int: Date], in widget: WidgetState, at now: Date) -> String {
-        let names = silent.keys.sorted().map { widget.nodes[$0].config.name ?? widget.nodes[$0].place.slot.rawValue }
+    func staleSubtitle(_ silent: [(name: String, since: Date)], at now: Date) -> String {
+        let names = silent.map(\.name)
         var who = names.joined(separator: ", ")
         if who.count > 40, names.count > 1 { who = "\(names[0]) +\(names.count - 1)" }
-        return "\(who): no reading since \(zone.clockText(at: silent.values.min() ?? now, today: now))"
+        return "\(who): no reading since \(zone.clockText(at: silent.map(\.since).min() ?? now, today: now))"
     }
 
     /// Says so when a sign is probably wrong: an input that reads clearly negative, or a balance
@@ -239,15 +254,22 @@ extension FlowEngine {
             }
             return
         }
-        let violations = WidgetContent.flow(candidate).validate(now: now)
+        let content = WidgetContent.flow(candidate)
+        guard isValid(content, of: name, at: now, into: &out) else { return }
+        if let push = widgets[position].policy.offer(content, at: now, urgent: urgent) {
+            out.append(.push(widget: name, at: now, push))
+        }
+    }
+
+    /// True when the widget would take the document; otherwise the log says why it is not sent.
+    mutating func isValid(_ content: WidgetContent, of name: String, at now: Date, into out: inout [Output]) -> Bool {
+        let violations = content.validate(now: now)
         guard violations.isEmpty else {
             note(.error, key: "invalid:\(name)", at: now, into: &out) {
                 "widget '\(name)': not sent, the widget would reject it: \(violations.map(\.description).joined(separator: "; "))"
             }
-            return
+            return false
         }
-        if let push = widgets[position].policy.offer(candidate, at: now, urgent: urgent) {
-            out.append(.push(widget: name, at: now, push))
-        }
+        return true
     }
 }

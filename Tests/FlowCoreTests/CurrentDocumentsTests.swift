@@ -19,7 +19,7 @@ import Testing
         try restored.restore(home.engine.snapshot())
         #expect(restored.latestKnownTime == Date(timeIntervalSince1970: 1_780_000_003))
         let documents = restored.currentDocuments(at: try #require(restored.latestKnownTime))
-        #expect(documents == ["power": .flow(pushed)])
+        #expect(documents == ["power": pushed])
     }
 
     /// At the state's latest time a reading that was stale then is drawn stale: here the solar

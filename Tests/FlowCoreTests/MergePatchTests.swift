@@ -97,3 +97,27 @@ import Testing
         }
     }
 }
+
+@Suite struct ProgressContentPatchTests {
+    static func randomContent(_ random: inout SplitMix64) -> ProgressContent {
+        let rows = [StatRow(label: "Charging", value: "800", unit: "W"), StatRow(label: "Full in", value: "1 h 20 min")]
+        return ProgressContent(
+            shared: SharedContent(
+                label: ["Battery", nil].randomElement(using: &random)!, subtitle: [nil, "Grid: no reading since 14:02"].randomElement(using: &random)!,
+                accentColor: [nil, "green", "gray"].randomElement(using: &random)!),
+            value: [nil, 0, 0.5, 0.76].randomElement(using: &random)!, trend: [nil, "up", "down"].randomElement(using: &random)!,
+            statRows: [nil, [], Array(rows.prefix(1)), rows].randomElement(using: &random)!,
+            startDate: [nil, "2026-06-01T10:00:00Z"].randomElement(using: &random)!, endDate: [nil, "2026-06-01T12:24:00Z"].randomElement(using: &random)!)
+    }
+
+    /// The model-level patch is exactly the JSON-level diff of the two documents.
+    @Test func modelPatchEqualsTheDiffOfTheDocuments() {
+        var random = SplitMix64(seed: 7)
+        for _ in 0..<5000 {
+            let old = Self.randomContent(&random)
+            let new = Bool.random(using: &random) ? old : Self.randomContent(&random)
+            #expect(ProgressContent.mergePatch(from: old, to: new) == MergePatch.diff(from: old.json, to: new.json), "\(old.json) → \(new.json)")
+            #expect(WidgetContent.mergePatch(from: .progress(old), to: .progress(new)) == MergePatch.diff(from: old.json, to: new.json))
+        }
+    }
+}

@@ -30,9 +30,20 @@ public struct EngineHarness {
         record(engine.tick(through: Date(timeIntervalSince1970: seconds)))
     }
 
-    /// The content the widget shows now.
+    /// The content the widget shows now (a config of one widget).
     public var shown: JSONValue? { engine.deliveredContent.values.first }
     public var lastPatch: JSONValue? { pushes.last?.push.patch }
+
+    /// The pushes of one widget, in order.
+    public func pushes(of widget: String) -> [(at: Date, push: PatchPolicy.Push)] {
+        pushes.filter { $0.widget == widget }.map { ($0.at, $0.push) }
+    }
+
+    /// The progress document a widget shows now.
+    public func progress(_ widget: String) -> ProgressContent? {
+        guard case .progress(let content)? = pushes(of: widget).last?.push.document else { return nil }
+        return content
+    }
 
     public func rate(_ slot: String) -> Double? {
         guard let node = shown?["flow"]?[slot] else { return nil }

@@ -268,7 +268,8 @@ public final class MosquittoBroker: @unchecked Sendable {
                                            "-W", String(timeout), "-F", "%r %t %x"]
         let process = try ChildProcess(try Self.executable("mosquitto_sub"), arguments, outputFile: outputFile)
         let subscriber = Subscriber(process: process, outputFile: outputFile, clientID: clientID)
-        guard await waitForLog("Sending SUBACK to \(clientID)") else {
+        // Readiness, not speed: on a machine busy with the parallel suite a client can take seconds.
+        guard await waitForLog("Sending SUBACK to \(clientID)", timeout: .seconds(timeout + 10)) else {
             throw BrokerError("mosquitto_sub \(clientID) did not subscribe. Log:\n\(log)")
         }
         return subscriber

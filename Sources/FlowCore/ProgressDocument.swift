@@ -1,0 +1,224 @@
+import FoundationEssentials
+
+/// From the engine's state to a progress widget's document (`spec/progress-template.txt`): a
+/// battery's level with its trend, rows and self-advancing window; the day's self-sufficiency;
+/// the day's production against a goal. Totals are the flow widget's own: one energy day.
+extension FlowEngine {
+    /// A progress widget's document, and the rate its texts show.
+    struct GaugeDocument {
+        var content: ProgressContent
+        /// Held within the deadband of the last push's (`GaugeState.shownRateW`).
+        var rateW: Double?
+        /// When the level it shows was read (`GaugeState.shownLevelAt`).
+        var levelAt: Date?
+    }
+
+    /// The document of progress widget `position` at `now`, quantized per its policy; nil while it
+    /// has nothing to show (no level yet, no reading at all).
+    func gaugeDocument(of position: Int, at now: Date) -> GaugeDocument? {
+        let gauge = gauges[position]
+        var silent: [(name: String, since: Date)] = []
+        var document: GaugeDocument
+        switch gauge.config.measure {
+        case .battery(let battery):
+            guard let made = batteryDocument(gauge, capacityKWh: battery.capacityKWh, at: now, silent: &silent) else { return nil }
+            document = made
+        case .selfSufficiency:
+            guard let made = selfSufficiencyDocument(gauge, at: now, silent: &silent) else { return nil }
+            document = made
+        case .productionGoal(let goalKWh):
+            guard let made = productionDocument(gauge, goalKWh: goalKWh, at: now, silent: &silent) else { return nil }
+            document = made
+        }
+        if gauge.config.staleMarker, !silent.isEmpty {
+            document.content.shared.subtitle = staleSubtitle(silent, at: now)
+            document.content.shared.accentColor = Self.staleColor
+        }
+        return document
+    }
+
+    // MARK: - Battery
+
+    /// `value` = level / 100; `trend` from the rate; rows: Charging 800 W, Charged today 3.2 kWh,
+    /// Full in 1 h 20 min (or Draining, Empty in); with a capacity and the battery charging, the
+    /// window that makes the bar advance on the phone by itself.
+    func batteryDocument(
+        _ gauge: GaugeState, capacityKWh: Double?, at now: Date, silent: inout [(name: String, since: Date)]
+    ) -> GaugeDocument? {
+        guard let node = gauge.battery, let level = node.level, let reading = sources[level].reading else { return nil }
+        let policy = gauge.config.policy
+        let value = policy.fraction(reading.value / 100)
+        var content = ProgressContent(shared: gauge.config.shared, value: value)
+        var rows: [StatRow] = []
+        var rate: Double?
+        if let measured = measured(node, at: now) {
+            let shown = policy.holding(PatchPolicy.quantize(measured.raw, step: policy.rateStep), shown: gauge.shownRateW)
+            rate = shown
+            let direction = policy.direction(ofRate: shown)
+            content.trend = direction > 0 ? "up" : direction < 0 ? "down" : "flat"
+            rows.append(StatRow(label: direction > 0 ? "Charging" : direction < 0 ? "Draining" : "Idle", value: JSONValue.format(abs(shown)), unit: "W"))
+            if !measured.heldFor.isEmpty { silent.append((nodeName(node), heldSince(measured.heldFor, at: now))) }
+        }
+        if let flow = gauge.flow, let storage = gauge.storage, let total = widgets[flow].nodes[storage].total, total.isCounting {
+            let label = switch total.spec {
+            case .charged: "Charged today"
+            case .discharged: "Discharged today"
+            default: "Energy today"
+            }
+            rows.append(StatRow(label: label, value: JSONValue.format(PatchPolicy.quantize(total.energyKWh, step: policy.totalStep)), unit: "kWh"))
+        }
+        if let capacityKWh, let rate, case let direction = policy.direction(ofRate: rate), direction != 0 {
+            // How long the whole capacity takes at this rate: the length of the window.
+            let lengthSeconds = capacityKWh * 3_600_000 / abs(rate)
+            let remaining = (direction > 0 ? 1 - value : value) * lengthSeconds
+            if remaining > 0 {
+                rows.append(StatRow(label: direction > 0 ? "Full in" : "Empty in", value: Self.remainingText(seconds: remaining)))
+            }
+            if direction > 0, value < 1,
+                let window = window(of: gauge, value: value, levelAt: reading.at, lengthSeconds: lengthSeconds, at: now)
+            {
+                (content.startDate, content.endDate) = window
+            }
+        }
+        content.statRows = rows.isEmpty ? nil : rows
+        return GaugeDocument(content: content, rateW: rate, levelAt: reading.at)
+    }
+
+    /// The window (`start_date`, `end_date`) over which the phone advances a charging battery's bar:
+    /// its fraction is `value` now and 1 when the battery would be full at the rate, so it spans
+    /// `lengthSeconds` (the whole capacity at that rate) and starts `value` of it before now.
+    ///
+    /// The window last sent stays while it still tells the truth: as long (the same rate, within
+    /// its deadband, and capacity), and no level read since (`levelAt`) a step away from where
+    /// the window had the bar at that time. Between two readings of the level the window is the
+    /// better guess (advancing is what it is for). So a new window goes out when the rate moves
+    /// past its deadband or the battery strays a step from the clock's bar; never because the
+    /// clock moved, nor with a push for the rows. Nil when a date would break the spec's bounds:
+    /// the window is then not sent (`value` alone still shows the level).
+    func window(of gauge: GaugeState, value: Double, levelAt: Date, lengthSeconds: Double, at now: Date) -> (String, String)? {
+        let step = (gauge.config.policy.levelStep > 0 ? gauge.config.policy.levelStep : 1) / 100
+        if case .progress(let shown)? = gauge.policy.delivered, let startText = shown.startDate, let endText = shown.endDate,
+            let start = RFC3339.parse(startText), let end = RFC3339.parse(endText),
+            abs(end.timeIntervalSince(start) - lengthSeconds) <= 1, end.timeIntervalSince(now) <= ProgressContent.latestDateSeconds
+        {
+            if let shownAt = gauge.shownLevelAt, levelAt <= shownAt { return (startText, endText) }
+            let fraction = min(1, max(0, levelAt.timeIntervalSince(start) / end.timeIntervalSince(start)))
+            if abs(fraction - value) < step { return (startText, endText) }
+        }
+        // Whole seconds: the phone needs no milliseconds, and a window that moved by one is no news.
+        let start = Date(timeIntervalSince1970: (now.timeIntervalSince1970 - value * lengthSeconds).rounded())
+        let end = start.addingTimeInterval(lengthSeconds.rounded())
+        let window = (RFC3339.format(start), RFC3339.format(end))
+        var broken: [ContentViolation] = []
+        _ = ProgressContent.checkDate(window.0, "start_date", now: now, into: &broken)
+        _ = ProgressContent.checkDate(window.1, "end_date", now: now, into: &broken)
+        return broken.isEmpty && start < end ? window : nil
+    }
+
+    /// `45 min`, `1 h 20 min`, `3 days 4 h`: how long until full or empty, to the minute.
+    static func remainingText(seconds: Double) -> String {
+        let minutes = max(1, Int((seconds / 60).rounded()))
+        if minutes < 60 { return "\(minutes) min" }
+        if minutes < 48 * 60 { return minutes % 60 == 0 ? "\(minutes / 60) h" : "\(minutes / 60) h \(minutes % 60) min" }
+        let hours = minutes / 60 % 24
+        return hours == 0 ? "\(minutes / 1440) days" : "\(minutes / 1440) days \(hours) h"
+    }
+
+    // MARK: - The day's totals
+
+    /// 1 − import today / output today, within 0…1 (no consumption yet: 1); rows: Home, From
+    /// grid, Solar today. The totals are the flow widget's exchange (import) and output totals.
+    func selfSufficiencyDocument(_ gauge: GaugeState, at now: Date, silent: inout [(name: String, since: Date)]) -> GaugeDocument? {
+        guard let flow = gauge.flow, hasRead(gauge) else { return nil }
+        let policy = gauge.config.policy
+        let nodes = widgets[flow].nodes
+        let outputKWh = nodes.first { $0.place == .output }?.total?.energyKWh ?? 0
+        let importKWh = nodes.first { $0.place == .exchange }?.total?.energyKWh ?? 0
+        let value = policy.fraction(outputKWh > 0 ? 1 - importKWh / outputKWh : 1)
+        var rows = [energyRow("Home", outputKWh, policy), energyRow("From grid", importKWh, policy)]
+        if let solarKWh = inputsKWh(nodes) { rows.append(energyRow("Solar today", solarKWh, policy)) }
+        // The grid's or the home's meter silent: their totals stand still while the bar shows them.
+        silent = silentNodes(of: flow, where: { $0.place == .exchange || $0.place == .output }, at: now)
+        return GaugeDocument(content: ProgressContent(shared: gauge.config.shared, value: value, statRows: rows), rateW: nil)
+    }
+
+    /// Today's production (the inputs' totals) / goal, at most 1; rows: Today, Goal, Now (W).
+    func productionDocument(
+        _ gauge: GaugeState, goalKWh: Double, at now: Date, silent: inout [(name: String, since: Date)]
+    ) -> GaugeDocument? {
+        guard let flow = gauge.flow, hasRead(gauge) else { return nil }
+        let policy = gauge.config.policy
+        let producedKWh = inputsKWh(widgets[flow].nodes) ?? 0
+        var rateW = 0.0
+        for node in widgets[flow].nodes where node.place.slot == .inputs {
+            if let rate = rate(of: node, inWidget: flow, at: now) { rateW += PatchPolicy.quantize(rate, step: policy.rateStep) }
+        }
+        let shown = policy.holding(rateW, shown: gauge.shownRateW)
+        let rows = [
+            energyRow("Today", producedKWh, policy), energyRow("Goal", goalKWh, policy),
+            StatRow(label: "Now", value: JSONValue.format(shown), unit: "W"),
+        ]
+        silent = silentNodes(of: flow, where: { $0.place.slot == .inputs }, at: now)
+        return GaugeDocument(
+            content: ProgressContent(shared: gauge.config.shared, value: policy.fraction(producedKWh / goalKWh), statRows: rows),
+            rateW: shown)
+    }
+
+    /// A row of energy in kWh, to the widget's `total_step`.
+    func energyRow(_ label: String, _ energyKWh: Double, _ policy: PatchPolicyConfig) -> StatRow {
+        StatRow(label: label, value: JSONValue.format(PatchPolicy.quantize(energyKWh, step: policy.totalStep)), unit: "kWh")
+    }
+
+    /// The sum of the inputs' totals, or nil when none of them counts.
+    func inputsKWh(_ nodes: [NodeState]) -> Double? {
+        let totals = nodes.filter { $0.place.slot == .inputs }.compactMap(\.total)
+        return totals.isEmpty ? nil : totals.map(\.energyKWh).reduce(0, +)
+    }
+
+    /// Whether any source the bar reads has read: before that, a day's 0 kWh is no news.
+    func hasRead(_ gauge: GaugeState) -> Bool {
+        gauge.reads.contains { sources[$0].reading != nil }
+    }
+
+    /// When the earliest of these silent sources last sent a value.
+    func heldSince(_ silentSources: [Int], at now: Date) -> Date {
+        silentSources.compactMap { sources[$0].lastValueAt }.min() ?? now
+    }
+
+    /// The nodes of flow widget `position` that `include` picks and that show held readings of
+    /// silent meters, by name, as the flow widget's own stale marker names them.
+    func silentNodes(of position: Int, where include: (NodeState) -> Bool, at now: Date) -> [(name: String, since: Date)] {
+        var silent: [Int: Date] = [:]
+        for (index, node) in widgets[position].nodes.enumerated() where include(node) {
+            guard let value = value(of: node, inWidget: position, at: now), !value.heldFor.isEmpty else { continue }
+            noteSilent(index, heldFor: value.heldFor, inWidget: position, at: now, into: &silent)
+        }
+        return silentNames(silent, inWidget: position)
+    }
+
+    // MARK: - Offers
+
+    /// Offers progress widget `position` its document; a push goes out when its policy says so.
+    mutating func offerGauge(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
+        if !urgent, gauges[position].policy.isSettling(at: now) { return }
+        guard let document = gaugeDocument(of: position, at: now) else { return }
+        let name = gauges[position].config.name
+        let content = WidgetContent.progress(document.content)
+        guard isValid(content, of: name, at: now, into: &out) else { return }
+        if let push = gauges[position].policy.offer(content, at: now, urgent: urgent) {
+            gauges[position].shownRateW = document.rateW
+            gauges[position].shownLevelAt = document.levelAt
+            out.append(.push(widget: name, at: now, push))
+        }
+    }
+}
+
+extension EnergyTotal {
+    /// Whether the total counts anything yet: an integral always, a counter once it has read.
+    var isCounting: Bool { direction != nil || counter?.last != nil }
+}
+
+extension ProgressContent {
+    /// The spec's bound: a date no more than 366 days ahead.
+    static let latestDateSeconds = 366.0 * 86_400
+}
