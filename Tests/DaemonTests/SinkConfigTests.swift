@@ -17,6 +17,29 @@ import Testing
 
         """
 
+    /// A progress widget is pushed to its own URL like a flow widget.
+    @Test func aProgressWidgetHasAPushOfItsOwn() throws {
+        let text = """
+            sources:
+              grid: {topic: x}
+              battery: {topic: b}
+              soc: {topic: s, unit: "%"}
+            widgets:
+              power:
+                template: flow
+                flow: {exchange: {rate: grid}, storage: {rate: battery, level: soc}}
+                push: {url: "https://widgets.example.com/w/flow", token_env: FLOW_TOKEN}
+              charge:
+                template: progress
+                progress: {of: battery}
+                push: {url: "https://widgets.example.com/w/bar", token_env: BAR_TOKEN}
+            """
+        let config = try DaemonConfig.parse(text, file: "config.yaml")
+        #expect(config.pushes.map(\.widget) == ["power", "charge"])
+        #expect(config.pushes.map(\.api.url) == ["https://widgets.example.com/w/flow", "https://widgets.example.com/w/bar"])
+        #expect(config.flow.progressWidgets.map(\.name) == ["charge"])
+    }
+
     @Test func everyPushKeyIsRead() throws {
         let text = Self.base + """
                 push:
