@@ -126,6 +126,13 @@ struct ListenReport {
             if readings[source.name] == nil, noReading > 0 {
                 lines.append("  \(source.name): \(noReading) message\(noReading == 1 ? "" : "s") said \"no value\" (null, nan, unavailable, empty)")
             }
+            if let withoutField = stats[source.name]?.withoutField, withoutField > 0, let path = source.decoder.path {
+                let share = readings[source.name] == nil ? "none of them had it" : "the topic carries other messages too (fine when it is a mix, such as Shelly's events/rpc)"
+                lines.append("  \(source.name): \(withoutField) message\(withoutField == 1 ? "" : "s") without the field \(path); \(share)")
+            }
+            if let oversized = stats[source.name]?.oversized, oversized > 0 {
+                lines.append("  \(source.name): \(oversized) message\(oversized == 1 ? "" : "s") larger than max_payload (\(FileIO.describe(bytes: source.maxPayloadBytes))), not read")
+            }
         }
         for (widget, check) in zip(config.flow.widgets, signChecks) {
             lines.append("")

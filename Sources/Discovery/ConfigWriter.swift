@@ -168,16 +168,17 @@ struct SourceNames {
     }
 
     static func sameSource(_ a: SourceDraft, _ b: SourceDraft) -> Bool {
-        a.topic == b.topic && a.json == b.json && a.unit == b.unit && a.invert == b.invert
+        a.topic == b.topic && a.json == b.json && a.unit == b.unit && a.invert == b.invert && a.sumsMatches == b.sumsMatches
     }
 
-    /// `{topic: …, json: …, unit: kWh, invert: true, stale_after: 11m}`.
+    /// `{topic: …, json: …, unit: kWh, invert: true, stale_after: 11m, combine: sum}`.
     static func mapping(_ draft: SourceDraft) -> String {
         var fields = ["topic: \(YAMLScalar.text(draft.topic))"]
         if let json = draft.json { fields.append("json: \(YAMLScalar.text(json))") }
         if draft.unit != .watt { fields.append("unit: \(YAMLScalar.text(draft.unit.rawValue))") }
         if draft.invert { fields.append("invert: true") }
         if let stale = draft.staleAfter { fields.append("stale_after: \(stale)") }
+        if draft.sumsMatches { fields.append("combine: sum") }
         return "{\(fields.joined(separator: ", "))}"
     }
 

@@ -14,14 +14,16 @@ public struct SourceDraft: Sendable, Equatable {
     public var json: String?
     public var unit: SourceUnit
     public var invert: Bool
-    /// `stale_after`, when the device's rhythm needs one of its own (`11m`).
+    /// `stale_after`, when the device's rhythm needs one of its own (`11m`, `never`).
     public var staleAfter: String?
+    /// A wildcard topic whose matches add up (`combine: sum`): one reading per inverter.
+    public var sumsMatches: Bool
     /// Why this topic, path, unit and sign: a comment beside the source.
     public var note: String
 
     public init(
         name: String, topic: String, json: String? = nil, unit: SourceUnit = .watt, invert: Bool = false, staleAfter: String? = nil,
-        note: String
+        sumsMatches: Bool = false, note: String
     ) {
         self.name = name
         self.topic = topic
@@ -29,6 +31,7 @@ public struct SourceDraft: Sendable, Equatable {
         self.unit = unit
         self.invert = invert
         self.staleAfter = staleAfter
+        self.sumsMatches = sumsMatches
         self.note = note
     }
 }

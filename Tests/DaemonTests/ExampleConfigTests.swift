@@ -211,6 +211,23 @@ import Testing
         }
     }
 
+    /// Home Assistant publishes only on change: a grid and a battery that hold still for an hour
+    /// (one message each, then silence) stay live, while the solar input that keeps publishing
+    /// moves; nothing turns gray and the home is still derived.
+    @Test func homeAssistantReadingsThatHoldStillStayLive() throws {
+        let text = try String(contentsOf: Repository.root.appendingPathComponent("Config/examples/homeassistant-statestream.yaml"), encoding: .utf8)
+        var trace = Trace()
+        trace.at(0, "homeassistant/sensor/grid_power/state", "-640.0")
+        trace.at(0, "homeassistant/sensor/battery_power/state", "0.0")
+        trace.everyMinute(through: 60) { minute in [("homeassistant/sensor/solar_power/state", String(1000 + minute))] }
+        let (lines, _) = try replay(config: text, trace: trace.lines)
+        let content = try #require(lines.last?["content"])
+        #expect(content["flow"]?["exchange"]?["color"] != "gray", "\(content)")
+        #expect(content["flow"]?["storage"]?["color"] != "gray", "\(content)")
+        #expect(content["subtitle"]?.stringValue?.contains("no reading") != true, "\(content)")
+        #expect(content["flow"]?["output"]?["rate"] == 420)  // 1060 − 640 − 0
+    }
+
     /// A payload from `Tests/Fixtures`: recorded from a device (`devices.json`) or in the shape its
     /// documentation gives (`documented-devices.json`), with the value it stands for, if any.
     struct Fixture: Sendable, CustomTestStringConvertible {

@@ -85,6 +85,19 @@ struct ListenTests {
         #expect(text.contains("no sign looks wrong among the sources that reported"), "\(text)")
     }
 
+    /// A topic that also carries messages without the source's field (status of another kind) is
+    /// counted apart from unusable payloads and said, not taken for a broken meter.
+    @Test func messagesWithoutTheFieldAreCountedApart() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let (process, output) = try await Self.listen(try Self.config(port: broker.port), seconds: 4, broker: broker, folder: folder)
+        for _ in 0..<3 { try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"id":0,"errors":["phase_sequence"]}"#) }
+        try await Self.night(broker)
+        let text = await Self.finish(process, output)
+        #expect(text.contains("grid: 3 messages without the field total_act_power; the topic carries other messages too"), "\(text)")
+        #expect(text.contains("grid           shellypro3em-abc/status/em:0      7         0"), "\(text)")
+    }
+
     /// No broker at all: the listen says so and fails.
     @Test func aBrokerThatNeverAnswersFailsTheListen() async throws {
         let folder = TemporaryFolder()

@@ -43,7 +43,10 @@ enum Fixtures {
     static func describe(_ node: NodeDraft?) -> [String] {
         node?.terms.map { term in
             let source = term.source
-            return [(term.negated ? "-" : "") + source.topic, source.json ?? "", source.unit.rawValue, source.invert ? "inverted" : ""]
+            return [
+                (term.negated ? "-" : "") + source.topic, source.json ?? "", source.unit.rawValue, source.invert ? "inverted" : "",
+                source.sumsMatches ? "summed" : "",
+            ]
                 .filter { !$0.isEmpty }.joined(separator: " ")
         } ?? []
     }
@@ -74,9 +77,9 @@ enum Fixtures {
         Case(name: "OpenDTU", messages: fixtures("solar/ac/power", "solar/ac/yieldtotal", "solar/ac/yieldday", "solar/114190641177/0/power", "solar/114190641177/name", "solar/dtu/status"),
              device: "OpenDTU, base topic solar (inverters 114190641177 HM-800)", production: ["solar/ac/power W"],
              productionTotal: "counter solar/ac/yieldtotal kWh"),
-        Case(name: "OpenDTU without its sum: each inverter, and the day's Wh", messages: fixtures("solar/114190641177/0/power", "solar/116180214578/0/power", "solar/ac/yieldday"),
+        Case(name: "OpenDTU without its sum: every inverter added up, and the day's Wh", messages: fixtures("solar/114190641177/0/power", "solar/116180214578/0/power", "solar/ac/yieldday"),
              device: "OpenDTU, base topic solar (inverters 114190641177, 116180214578)",
-             production: ["solar/114190641177/0/power W", "solar/116180214578/0/power W"], productionTotal: "daily solar/ac/yieldday Wh"),
+             production: ["solar/+/0/power W summed"], productionTotal: "daily solar/ac/yieldday Wh"),
         Case(name: "AhoyDTU", messages: fixtures("inverter/HM600/ch0/P_AC", "inverter/HM600/ch0/YieldDay"),
              device: "AhoyDTU, base topic inverter (inverters HM600)", production: ["inverter/HM600/ch0/P_AC W"],
              productionTotal: "daily inverter/HM600/ch0/YieldDay Wh"),
@@ -130,6 +133,16 @@ enum Fixtures {
                 ("zigbee2mqtt/balcony_solar", Fixtures.payload("zigbee2mqtt/plug_zigbee23")), ("zigbee2mqtt/balcony_solar/availability", #"{"state":"online"}"#)],
              device: #"Zigbee2MQTT plug "balcony_solar""#, production: ["zigbee2mqtt/balcony_solar power W"], productionTotal: "counter zigbee2mqtt/balcony_solar energy kWh"),
     ]
+
+    /// Home Assistant publishes a state only when it changes: the grid and the battery never go
+    /// stale (a full battery idles for hours), the solar input keeps the default (asleep: 0 W).
+    @Test func homeAssistantGridAndBatteryNeverGoStale() {
+        let plan = Self.plan(Self.fixtures(
+            "homeassistant/sensor/solar_power/state", "homeassistant/sensor/grid_power/state", "homeassistant/sensor/battery_power/state"))
+        #expect(plan.grid?.terms.map(\.source.staleAfter) == ["never"])
+        #expect(plan.battery?.terms.map(\.source.staleAfter) == ["never"])
+        #expect(plan.production.flatMap { $0.terms.map(\.source.staleAfter) } == [nil])
+    }
 
     @Test(arguments: cases)
     func recognizes(_ test: Case) {

@@ -45,11 +45,15 @@ struct HomeAssistantLayout: DeviceLayout {
             device: "Home Assistant mqtt_statestream, base topic \(base)", standing: .aggregator, nodes: [],
             claimed: Set(sensors.map(\.topic)))
         var placed: Set<String> = []
-        func draft(_ sensor: Sensor, name: String, invert: Bool = false, _ meaning: String) -> SourceDraft {
+        /// Home Assistant publishes a state only when it changes: a grid or battery that holds
+        /// still (a full battery at night) would go stale and gray the widget, so those sources
+        /// never go stale; a device that is gone is published as `unavailable` (no reading).
+        func draft(_ sensor: Sensor, name: String, invert: Bool = false, onChangeOnly: Bool = false, _ meaning: String) -> SourceDraft {
             let unitNote = sensor.unitPublished ? "" : " (no unit_of_measurement published; \(sensor.unit!.rawValue) from its name)"
+            let staleNote = onChangeOnly ? "; published only on change, so it never goes stale (a device that is gone reads unavailable)" : ""
             return SourceDraft(
-                name: name, topic: sensor.topic, unit: sensor.unit!, invert: invert,
-                note: "Home Assistant sensor.\(sensor.object): \(meaning)\(unitNote)")
+                name: name, topic: sensor.topic, unit: sensor.unit!, invert: invert, staleAfter: onChangeOnly ? "never" : nil,
+                note: "Home Assistant sensor.\(sensor.object): \(meaning)\(unitNote)\(staleNote)")
         }
         let power = sensors.filter { $0.unit?.quantity == .power }
         func named(_ words: [String], in list: [Sensor]) -> [Sensor] { list.filter { NameHint.matches($0.object, words) } }
@@ -63,8 +67,8 @@ struct HomeAssistantLayout: DeviceLayout {
         let grid = named(NameHint.grid, in: power)
         if let node = signedOrPair(
             grid, role: .grid, name: "Grid", signedName: "grid", total: "import", plus: NameHint.importing, minus: NameHint.exporting,
-            signed: { draft($0, name: "grid", "grid power, W, + import, − export (Home Assistant's energy dashboard convention)") },
-            pair: { draft($0, name: $1, $1 == "grid_import" ? "power from the grid, W" : "power to the grid, W") })
+            signed: { draft($0, name: "grid", onChangeOnly: true, "grid power, W, + import, − export (Home Assistant's energy dashboard convention)") },
+            pair: { draft($0, name: $1, onChangeOnly: true, $1 == "grid_import" ? "power from the grid, W" : "power to the grid, W") })
         {
             recognition.nodes.append(node)
             placed.formUnion(node.terms.map(\.source.topic))
@@ -72,8 +76,8 @@ struct HomeAssistantLayout: DeviceLayout {
         let battery = named(NameHint.battery, in: power)
         if var node = signedOrPair(
             battery, role: .battery, name: "Battery", signedName: "battery", total: "charge", plus: NameHint.charging, minus: NameHint.discharging,
-            signed: { draft($0, name: "battery", invert: true, "battery power, W, + discharging (Home Assistant's energy dashboard convention): the widget's opposite, hence invert") },
-            pair: { draft($0, name: $1, $1 == "battery_charge" ? "charging power, W" : "discharging power, W") })
+            signed: { draft($0, name: "battery", invert: true, onChangeOnly: true, "battery power, W, + discharging (Home Assistant's energy dashboard convention): the widget's opposite, hence invert") },
+            pair: { draft($0, name: $1, onChangeOnly: true, $1 == "battery_charge" ? "charging power, W" : "discharging power, W") })
         {
             let levels = sensors.filter { $0.unit == .percent && NameHint.matches($0.object, NameHint.battery + NameHint.level) }
             if levels.count == 1 {

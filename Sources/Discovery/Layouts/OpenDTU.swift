@@ -47,14 +47,18 @@ struct OpenDTULayout: DeviceLayout {
                 note: "OpenDTU: AC power of all inverters, W; production has no sign to set")
             recognition.nodes.append(NodeDraft(role: .production, name: "Solar", rate: [rate], total: total(base: base, catalog)))
         } else {
-            // No sum published (an older OpenDTU): each inverter's AC channel, added up.
-            let rates = serials.filter { catalog.reads("\(base)/\($0)/0/power") }.map { serial in
-                SourceDraft(
-                    name: "solar_\(serial.suffix(4))", topic: "\(base)/\(serial)/0/power",
-                    note: "OpenDTU: inverter \(serial), AC power (channel 0), W")
-            }
-            if !rates.isEmpty {
-                recognition.nodes.append(NodeDraft(role: .production, name: "Solar", rate: rates, total: total(base: base, catalog)))
+            // No sum published (an older OpenDTU): each inverter's AC channel, added up by one
+            // wildcard source, so an inverter added later counts too and one asleep counts 0 W.
+            let inverters = serials.filter { catalog.reads("\(base)/\($0)/0/power") }
+            if let only = inverters.first, inverters.count == 1 {
+                let rate = SourceDraft(
+                    name: "solar", topic: "\(base)/\(only)/0/power", note: "OpenDTU: inverter \(only), AC power (channel 0), W")
+                recognition.nodes.append(NodeDraft(role: .production, name: "Solar", rate: [rate], total: total(base: base, catalog)))
+            } else if !inverters.isEmpty {
+                let rate = SourceDraft(
+                    name: "solar", topic: "\(base)/+/0/power", sumsMatches: true,
+                    note: "OpenDTU: the AC power (channel 0) of each inverter (\(inverters.joined(separator: ", "))), W, added up; one that sleeps counts 0 W once stale")
+                recognition.nodes.append(NodeDraft(role: .production, name: "Solar", rate: [rate], total: total(base: base, catalog)))
             }
         }
         return recognition
