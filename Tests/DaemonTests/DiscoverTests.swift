@@ -81,6 +81,8 @@ struct DiscoverBrokerTests {
         return (process, out, log)
     }
 
+    /// One `mosquitto_pub` per message: on a machine busy with the parallel suite that takes
+    /// seconds, hence the tests' listen windows of 12 s.
     static func publish(_ broker: MosquittoBroker, _ messages: [(String, String)]) async throws {
         for (topic, payload) in messages { try await broker.publish(topic: topic, payload: payload) }
     }
@@ -114,7 +116,7 @@ struct DiscoverBrokerTests {
             ("evcc/site/pvPower", "2500"), ("evcc/site/grid/power", "-300"), ("evcc/site/homePower", "1000"),
             ("evcc/site/battery/power", "-1200"), ("evcc/site/battery/soc", "57"),
         ]
-        let (process, out, log) = try Self.discover(broker, seconds: 4, folder: folder)
+        let (process, out, log) = try Self.discover(broker, seconds: 12, folder: folder)
         #expect(await broker.waitForLog("Sending SUBACK to flowbridge-discover-"), "\(broker.log)")
         try await Self.publish(broker, messages)
         #expect(await process.waitForExit(timeout: .seconds(20)))
@@ -135,7 +137,7 @@ struct DiscoverBrokerTests {
         let portal = "N/c0619ab1d2e3"
         try await broker.publish(topic: "\(portal)/system/0/Serial", payload: #"{"value": "c0619ab1d2e3"}"#, retain: true)
         let keepalive = try await broker.subscriber(topic: "R/+/keepalive", count: 1, timeout: 10)
-        let (process, out, log) = try Self.discover(broker, seconds: 4, folder: folder)
+        let (process, out, log) = try Self.discover(broker, seconds: 12, folder: folder)
         let asked = await keepalive.messages(timeout: .seconds(12))
         #expect(asked.map(\.topic) == ["R/c0619ab1d2e3/keepalive"])
         // What Venus OS publishes once asked: charging 800 W, exporting 400 W, phase 2 absent.

@@ -18,7 +18,9 @@ struct ListenTests {
         return text
     }
 
-    /// Starts `check --listen` and waits until it has subscribed.
+    /// Starts `check --listen` and waits until it has subscribed. The tests listen for 12 s: the
+    /// readings go out through one `mosquitto_pub` each, which on a machine busy with the parallel
+    /// suite takes seconds.
     static func listen(_ config: String, seconds: Int, broker: MosquittoBroker, folder: TemporaryFolder) async throws -> (ChildProcess, String) {
         let path = try folder.write("config.yaml", config)
         let output = folder.url.appendingPathComponent("listen.out").path
@@ -54,7 +56,7 @@ struct ListenTests {
     @Test func aBatteryWithoutItsInvertIsFoundAndNamed() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let (process, output) = try await Self.listen(try Self.config(port: broker.port, batteryInverted: false), seconds: 6, broker: broker, folder: folder)
+        let (process, output) = try await Self.listen(try Self.config(port: broker.port, batteryInverted: false), seconds: 12, broker: broker, folder: folder)
         try await Self.night(broker)
         let text = await Self.finish(process, output)
         #expect(process.exitCode == 2, "\(text)")
@@ -75,7 +77,7 @@ struct ListenTests {
     @Test func aSourceThatNeverReportsFailsTheListen() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let (process, output) = try await Self.listen(try Self.config(port: broker.port), seconds: 5, broker: broker, folder: folder)
+        let (process, output) = try await Self.listen(try Self.config(port: broker.port), seconds: 12, broker: broker, folder: folder)
         try await Self.night(broker, emdata: false)
         let text = await Self.finish(process, output)
         #expect(process.exitCode == 1, "\(text)")
@@ -90,7 +92,7 @@ struct ListenTests {
     @Test func messagesWithoutTheFieldAreCountedApart() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let (process, output) = try await Self.listen(try Self.config(port: broker.port), seconds: 4, broker: broker, folder: folder)
+        let (process, output) = try await Self.listen(try Self.config(port: broker.port), seconds: 12, broker: broker, folder: folder)
         for _ in 0..<3 { try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"id":0,"errors":["phase_sequence"]}"#) }
         try await Self.night(broker)
         let text = await Self.finish(process, output)

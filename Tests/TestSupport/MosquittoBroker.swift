@@ -184,7 +184,9 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// Waits until the log contains `text` at least `count` times. Useful to know that a client's
     /// SUBSCRIBE has been processed (mosquitto logs "Sending SUBACK to <client id>").
     @discardableResult
-    public func waitForLog(_ text: String, count: Int = 1, timeout: Duration = .seconds(5)) async -> Bool {
+    /// A readiness wait: generous, since a machine busy with the parallel suite can take seconds to
+    /// start a client; it returns as soon as the line is there.
+    public func waitForLog(_ text: String, count: Int = 1, timeout: Duration = .seconds(15)) async -> Bool {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while clock.now < deadline {
