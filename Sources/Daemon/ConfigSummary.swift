@@ -20,7 +20,7 @@ struct ConfigSummary {
             for (place, node) in widget.nodes {
                 let title = "  \(place) \(node.name.map { "\"\($0)\"" } ?? "")"
                 lines.append(title)
-                lines.append("  rate  = \(describe(node.rate, sources: sources, place: place))")
+                lines.append("      rate  = \(describe(node.rate, sources: sources, place: place))")
                 if let level = node.level { lines.append("      level = \(describe(level, sources: sources))") }
                 if let total = node.total { lines.append("      total = \(describe(total, sources: sources))") }
                 lines.append("      when stale: \(node.whenStale.rawValue)")

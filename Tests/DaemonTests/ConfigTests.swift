@@ -164,3 +164,49 @@ import Testing
         #expect(usage.status == 64)
     }
 }
+
+/// `Config/flowbridge.yaml` is the reference of every key: the loader itself says which keys each
+/// section knows (an unknown key is reported with the known ones), and each must be in the file.
+@Suite struct ConfigReferenceTests {
+    /// A config with `zzz` as an extra key in one section, and that section's path.
+    static let sections: [(path: String, config: String)] = [
+        ("(top)", "zzz: 1\nsources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}"),
+        ("mqtt", "mqtt: {zzz: 1}\nsources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}"),
+        ("mqtt.tls", "mqtt: {tls: {zzz: 1}}\nsources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}"),
+        ("keepalive[0]", "keepalive: [{topic: k, zzz: 1}]\nsources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}"),
+        ("output", "output: {zzz: 1}\nsources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}"),
+        ("sources.a", "sources: {a: {topic: x, zzz: 1}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}"),
+        ("widgets.w", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, zzz: 1, flow: {exchange: {rate: a}}}}"),
+        ("widgets.w.flow", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {zzz: 1, exchange: {rate: a}}}}"),
+        ("widgets.w.flow.exchange", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a, zzz: 1}}}}"),
+        ("widgets.w.flow.exchange.total", "sources: {a: {topic: x}, c: {topic: y, unit: kWh}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a, total: {counter: c, zzz: 1}}}}}"),
+        ("widgets.w.policy", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, policy: {zzz: 1}, flow: {exchange: {rate: a}}}}"),
+        ("widgets.w.push", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, push: {url: \"https://x/y\", token_env: T, zzz: 1}, flow: {exchange: {rate: a}}}}"),
+        ("widgets.w.push.methods", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, push: {url: \"https://x/y\", token_env: T, methods: {zzz: PUT}}, flow: {exchange: {rate: a}}}}"),
+        ("widgets.w.push.retry", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, push: {url: \"https://x/y\", token_env: T, retry: {zzz: 1s}}, flow: {exchange: {rate: a}}}}"),
+        ("widgets.b", "sources: {a: {topic: x}, s: {topic: y, unit: \"%\"}}\nwidgets: {w: {template: flow, flow: {storage: {rate: a, level: s}}}, b: {template: progress, zzz: 1, progress: {of: battery}}}"),
+        ("widgets.b.progress (battery)", "sources: {a: {topic: x}, s: {topic: y, unit: \"%\"}}\nwidgets: {w: {template: flow, flow: {storage: {rate: a, level: s}}}, b: {template: progress, progress: {of: battery, zzz: 1}}}"),
+        ("widgets.b.progress (production_goal)", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {inputs: [{rate: a, total: integrate}]}}, b: {template: progress, progress: {of: production_goal, goal_kwh: 5, zzz: 1}}}"),
+    ]
+
+    /// The keys the loader knows in a section, from its "unknown key" report.
+    static func knownKeys(_ config: String) -> [String] {
+        do {
+            _ = try DaemonConfig.parse(config, file: "c.yaml")
+            return []
+        } catch {
+            guard let problem = error.problems.first(where: { $0.message.hasPrefix("unknown key (known here: ") }) else { return [] }
+            return problem.message.dropFirst("unknown key (known here: ".count).dropLast().split(separator: ", ").map(String.init)
+        }
+    }
+
+    @Test(arguments: sections.map(\.path))
+    func theReferenceNamesEveryKeyOf(section: String) throws {
+        let config = try #require(Self.sections.first { $0.path == section }?.config)
+        let known = Self.knownKeys(config)
+        #expect(!known.isEmpty, "no unknown-key report for \(section)")
+        let reference = try String(contentsOf: Repository.root.appendingPathComponent("Config/flowbridge.yaml"), encoding: .utf8)
+        let missing = known.filter { !reference.contains("\($0):") }
+        #expect(missing.isEmpty, "Config/flowbridge.yaml does not mention \(section): \(missing.joined(separator: ", "))")
+    }
+}
