@@ -544,16 +544,9 @@ struct RunTests {
         // The unit names the installed binary; verify it against the one just built.
         let unit = try String(contentsOf: Repository.root.appendingPathComponent("deploy/flowbridge.service"), encoding: .utf8)
         let path = try folder.write("flowbridge.service", unit.replacingOccurrences(of: "/usr/local/bin/flowbridge", with: Repository.binary))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = ["verify", path]
-        let pipe = Pipe()
-        process.standardError = pipe
-        process.standardOutput = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(output)")
+        let verify = try runProgram(tool, ["verify", path])
+        let output = verify.out + verify.err
+        #expect(verify.status == 0, "\(output)")
         #expect(output.isEmpty, "\(output)")
         #expect(unit.contains("Type=notify") && unit.contains("DynamicUser=yes") && unit.contains("ProtectSystem=strict"))
     }

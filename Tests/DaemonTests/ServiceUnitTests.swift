@@ -200,15 +200,9 @@ struct ServiceUnitTests {
     static func expand(_ name: String) throws -> Set<String> {
         guard name.hasPrefix("@") else { return [name] }
         let tool = try #require(["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first { FileManager.default.isExecutableFile(atPath: $0) })
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = ["syscall-filter", name]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "systemd-analyze syscall-filter \(name)")
+        let analyzed = try runProgram(tool, ["syscall-filter", name])
+        let text = analyzed.out
+        #expect(analyzed.status == 0, "systemd-analyze syscall-filter \(name): \(analyzed.err)")
         var names: Set<String> = []
         for entry in text.split(separator: "\n").dropFirst().map({ $0.trimmingCharacters(in: .whitespaces) })
         where !entry.isEmpty && !entry.hasPrefix("#") {

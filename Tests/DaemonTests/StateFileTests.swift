@@ -68,16 +68,9 @@ import Testing
         chmod(state, 0o600)  // root's; the normal user may not read it
         chmod(folder.url.path, 0o777)
         let command = asNormalUser([Repository.binary, "check", "--config", config, "--state", state], in: folder)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command.path)
-        process.arguments = command.arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = Pipe()
-        try process.run()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 78, "\(text)")
+        let checked = try runProgram(command.path, command.arguments)
+        let text = checked.err
+        #expect(checked.status == 78, "\(text)")
         #expect(text.contains("--state: state file \(state) cannot be read (Permission denied)"), "\(text)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: state)) == saved)
     }
@@ -131,16 +124,9 @@ import Testing
         func resolved(_ text: String) -> String { text.replacingOccurrences(of: "XDG", with: folder.url.path + "/xdg").replacingOccurrences(of: "HOME", with: folder.url.path + "/home") }
         let command = asNormalUser(["/usr/bin/env", "-u", "STATE_DIRECTORY", "-u", "XDG_STATE_HOME"]
             + environment.map { "\($0.key)=\(resolved($0.value))" } + [Repository.binary, "check", "--config", config], in: folder)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command.path)
-        process.arguments = command.arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let checked = try runProgram(command.path, command.arguments)
+        let text = checked.out + checked.err
+        #expect(checked.status == 0, "\(text)")
         #expect(text.contains("state kept in \(resolved(expected))"), "\(text)")
     }
 }

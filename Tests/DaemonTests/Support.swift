@@ -47,8 +47,15 @@ enum Repository {
 
 /// Runs the flowbridge binary; returns exit status, standard output and standard error.
 func runFlowbridge(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
+    try runProgram(Repository.binary, arguments, stdin: stdin, environment: environment)
+}
+
+/// Runs a program to its end; returns exit status, standard output and standard error.
+func runProgram(
+    _ path: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]
+) throws -> (status: Int32, out: String, err: String) {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: Repository.binary)
+    process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
     let out = Pipe()
