@@ -112,7 +112,13 @@ import Testing
         ("    push: {url: \"https://x/y\", token_file: t, timeout: soon}\n", "widgets.power.push.timeout: 'soon' is not a duration"),
         ("    push: {url: \"https://x/y\", token_file: t, proxy: p}\n", "widgets.power.push.proxy: unknown key"),
         ("output: {stdout: yes please}\n", "line 7: output.stdout: expected true or false"),
-        ("output: {mqtt: {}}\n", "line 7: output.mqtt: unknown key"),
+        ("output: {mqtt: {retain: maybe}}\n", "line 7: output.mqtt.retain: expected true or false"),
+        ("output: {mqtt: {prefix: \"a/#\"}}\n", "line 7: output.mqtt.prefix: must be a topic without wildcards"),
+        ("output: {mqtt: {prefix: fb/}}\n", "line 7: output.mqtt.prefix: must not start or end with /"),
+        ("output: {mqtt: {home_assistant: {discovery_prefix: \"+\"}}}\n", "output.mqtt.home_assistant.discovery_prefix: must be a topic without wildcards"),
+        ("output: {mqtt: {home_assistant: {prefix: ha}}}\n", "output.mqtt.home_assistant.prefix: unknown key"),
+        ("output: {mqtt: {topic: x}}\n", "line 7: output.mqtt.topic: unknown key"),
+        ("mqtt: {topic_prefix: home}\noutput: {mqtt: {prefix: flowbridge}}\n", "line 8: output.mqtt.prefix: 'flowbridge' differs from mqtt.topic_prefix 'home' (line 7)"),
     ])
     func brokenSinkSettingsNameKeyAndLine(tail: String, expected: String) {
         let error = #expect(throws: ConfigError.self) { try DaemonConfig.parse(Self.base + tail, file: "config.yaml") }
