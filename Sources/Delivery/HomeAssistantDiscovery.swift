@@ -149,8 +149,8 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         return sensors.map(\.widget).filter { seen.insert($0).inserted }
     }
 
-    /// The device every sensor belongs to: "flowbridge" (with the prefix when it is another).
-    public var deviceName: String { nodeID == "flowbridge" ? "flowbridge" : "flowbridge \(settings.prefix)" }
+    /// The device every sensor belongs to: "flowbridge", or "flowbridge (garage)" for another prefix.
+    public var deviceName: String { nodeID == "flowbridge" ? "flowbridge" : "flowbridge (\(settings.prefix))" }
 
     /// The discovery config of `sensor`: what Home Assistant's MQTT sensor schema takes (full key
     /// names, not the abbreviations; `homeassistant/components/mqtt/sensor.py` and `mixins.py`).

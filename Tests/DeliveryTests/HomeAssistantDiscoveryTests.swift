@@ -156,7 +156,7 @@ import Testing
         let sensor = try #require(discovery.sensors.first)
         #expect(discovery.uniqueID(sensor) == "garage_flowbridge_power_solar_power")
         #expect(discovery.configTopic(sensor) == "ha/sensor/garage_flowbridge/power_solar_power/config")
-        #expect(discovery.deviceName == "flowbridge garage/flowbridge")
+        #expect(discovery.deviceName == "flowbridge (garage/flowbridge)")
         #expect(discovery.config(sensor)["state_topic"] == "garage/flowbridge/power/sensors")
         #expect(discovery.config(sensor)["availability_topic"] == "garage/flowbridge/status")
     }
