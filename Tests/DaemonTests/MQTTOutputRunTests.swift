@@ -186,6 +186,25 @@ struct MQTTOutputRunTests {
         await restarted.stop()
     }
 
+    /// One sink failing stops no other: the widget API away, the broker still gets every document.
+    @Test func anOutageOfTheWidgetAPIDoesNotHoldUpMQTT() async throws {
+        let broker = try await MosquittoBroker()
+        let service = try await WidgetStandIn()
+        let folder = TemporaryFolder()
+        _ = try folder.write("widget-token", service.token)
+        let config = Self.config(port: broker.port, state: folder.url.appendingPathComponent("state.json").path)
+            + "\n    push: {url: \"\(service.url)\", token_file: widget-token, timeout: 2s, retry: {min: 1s, max: 5s}}\n"
+        try await service.outage(seconds: 30)
+        let daemon = try PushRunTests.daemon(config, credentials: folder, folder: folder)
+        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        try await Self.publishReadings(broker)
+        #expect(await daemon.waitFor(#""rate":1000"#), "\(daemon.text)")
+        #expect(await daemon.waitFor("push:power: the full replace did not go through"), "\(daemon.text)")
+        let computed = PushRunTests.computed(daemon)
+        #expect(try await Self.retained(broker, "flowbridge/power/content") { $0 == computed } == computed)
+        await daemon.stop()
+    }
+
     @Test func aDryRunPublishesNothing() async throws {
         let broker = try await MosquittoBroker()
         let daemon = try Self.daemon(broker, arguments: ["--dry-run"])
