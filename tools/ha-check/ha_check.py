@@ -245,6 +245,15 @@ def main():
                 pass
             time.sleep(2)
         say(f"Home Assistant's API answers after {time.monotonic() - started:.0f} s")
+        # Once started, Home Assistant says online on homeassistant/status: flowbridge announces again.
+        deadline = time.monotonic() + 120
+        while "Home Assistant is online: announced its" not in processes.log("flowbridge") and time.monotonic() < deadline:
+            time.sleep(1)
+        heard = [line for line in processes.log("flowbridge").splitlines() if "Home Assistant is online" in line]
+        if heard:
+            say(f"flowbridge: {heard[0].split('info: ', 1)[-1]}")
+        else:
+            problems.append("flowbridge did not hear Home Assistant's online (homeassistant/status) within 120 s")
 
         # What flowbridge announced: the retained discovery configs.
         configs = {topic: json.loads(payload) for topic, payload in retained(broker_port, [f"{DISCOVERY_PREFIX}/sensor/#"]).items()}
@@ -308,10 +317,6 @@ def main():
         say("the entities Home Assistant made of flowbridge's discovery:")
         for row in [header] + rows:
             print("  " + "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip(), flush=True)
-
-        # flowbridge announced again when Home Assistant's MQTT came online.
-        if "Home Assistant is online: announced its" not in processes.log("flowbridge"):
-            problems.append("flowbridge did not hear Home Assistant's online (homeassistant/status)")
 
         # flowbridge stops: its last will (offline) makes every entity unavailable.
         Processes.stop(daemon)
