@@ -10,6 +10,10 @@ DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev lib
 BENCH_PACKAGES := gcc curl python3 python3-venv prometheus-mqtt-exporter
 # And what the screenshots of the pictures need.
 SCREENSHOT_PACKAGES := chromium python3
+# And what `make ha-check` needs besides: Python for Home Assistant core (itself installed from the
+# Python registry into a throwaway virtual environment, HA_VENV), and the broker it discovers on.
+HA_CHECK_PACKAGES := python3 python3-venv mosquitto
+HA_VENV ?= .build/ha-check/venv
 
 BENCH_MESSAGES ?= 150000
 BENCH_ROUNDS ?= 3
@@ -17,7 +21,7 @@ BENCH_IDLE_SECONDS ?= 60
 # Where `make screenshot` writes its pictures and screenshots.
 SCREENSHOTS ?= .build/screenshots
 
-.PHONY: deps build test release bench screenshot clean
+.PHONY: deps build test release bench screenshot ha-check clean
 
 ## deps: install the Debian packages that are missing (apt-get, via sudo when not root).
 deps:
@@ -60,6 +64,21 @@ screenshot: build
 	$$($(SWIFT) build --show-bin-path)/flowbridge render --config Tests/Fixtures/home-day.yaml \
 	  --state $(SCREENSHOTS)/state.json --out $(SCREENSHOTS)/render
 	scripts/screenshot.sh $(SCREENSHOTS)
+
+## ha-check: a real Home Assistant core (2024.3.3, the pinned tools/ha-check/requirements.txt)
+## discovers flowbridge's sensors: a private mosquitto on loopback, the simulator at 720x,
+## `flowbridge run` with Config/demo.yaml plus output.mqtt, and checks through Home Assistant's REST
+## API (tools/ha-check/ha_check.py). Not part of `make test`: it installs Home Assistant (minutes,
+## once; again when requirements.txt changes) and starts it (a minute or two).
+ha-check: build
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(HA_CHECK_PACKAGES)"
+	@if ! cmp -s tools/ha-check/requirements.txt $(HA_VENV)/requirements.txt; then \
+	  echo "installing Home Assistant core into $(HA_VENV)"; \
+	  rm -rf $(HA_VENV) && python3 -m venv $(HA_VENV) \
+	  && $(HA_VENV)/bin/pip install --quiet --disable-pip-version-check -r tools/ha-check/requirements.txt \
+	  && cp tools/ha-check/requirements.txt $(HA_VENV)/requirements.txt; \
+	fi
+	$(HA_VENV)/bin/python tools/ha-check/ha_check.py --flowbridge $$($(SWIFT) build --show-bin-path)/flowbridge
 
 clean:
 	rm -rf .build

@@ -33,8 +33,42 @@ extension ConfigSummary {
 
     var outputLines: [String] {
         if !config.hasSink {
-            return ["", "warning: no sink: pushes are computed but go nowhere (add push: to a widget, or output: {stdout: true}; run --dry-run prints them)"]
+            return ["", "warning: no sink: pushes are computed but go nowhere (add push: to a widget, or output: {stdout: true} or {mqtt: true}; run --dry-run prints them)"]
         }
-        return config.output.stdout ? ["", "output: standard output (NDJSON)"] : []
+        return (config.output.stdout ? ["", "output: standard output (NDJSON)"] : []) + mqttLines
     }
+
+    /// `output.mqtt`: the topics of every widget, the status, and the Home Assistant sensors with
+    /// the entity ids they get.
+    var mqttLines: [String] {
+        guard let settings = config.output.mqtt else { return [] }
+        let retained = settings.retain ? "retained" : "not retained"
+        var lines = [
+            "", "output: MQTT, through flowbridge's connection to \(config.mqtt.host):\(config.mqtt.port)",
+            "  \(settings.statusTopic): online / offline (retained; the last will)",
+        ]
+        for widget in config.flow.widgetNames {
+            lines.append("  \(settings.contentTopic(widget)): the whole content after every push (\(retained), again at every connect)")
+            lines.append("  \(settings.patchTopic(widget)): each push's merge patch")
+        }
+        guard let homeAssistant = settings.homeAssistant else { return lines }
+        let discovery = HomeAssistantDiscovery(flow: config.flow, settings: settings, homeAssistant: homeAssistant, software: Commands.version)
+        lines.append("  Home Assistant: device \"\(discovery.deviceName)\", discovery configs under \(homeAssistant.discoveryPrefix)/sensor/\(discovery.nodeID)/ (announced again when \(homeAssistant.statusTopic) says online)")
+        for widget in discovery.widgets {
+            lines.append("    from \(settings.sensorsTopic(widget)) (\(retained)):")
+            let sensors = discovery.sensors.filter { $0.widget == widget }
+            let width = sensors.map { discovery.uniqueID($0).count }.max() ?? 0
+            for sensor in sensors {
+                let id = "sensor." + discovery.uniqueID(sensor)
+                let classes = [sensor.quantity.deviceClass, sensor.quantity.stateClass].compactMap { $0 }.joined(separator: ", ")
+                lines.append("      \(id.padding(to: width + 7)) \(sensor.name) (\(sensor.quantity.unit); \(classes))")
+            }
+        }
+        return lines
+    }
+}
+
+extension String {
+    /// The text followed by spaces up to `width` characters, for a column.
+    func padding(to width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
 }

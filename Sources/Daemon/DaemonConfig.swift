@@ -158,7 +158,7 @@ struct ConfigLoader {
         if let timezone, SystemTimeZone(identifier: timezone) == nil {
             reader.report("timezone", top.value("timezone"), "unknown time zone '\(timezone)' (an IANA name such as Europe/Berlin)")
         }
-        let mqtt = top.value("mqtt").map { loadMQTT($0, "mqtt") } ?? MQTTSettings()
+        var mqtt = top.value("mqtt").map { loadMQTT($0, "mqtt") } ?? MQTTSettings()
         let keepalives = top.value("keepalive").map { loadKeepalives($0, "keepalive") } ?? []
         let stateFile = top.text("state_file")
         if let context { checkStateFile(stateFile, at: top.value("state_file"), context: context) }
@@ -172,7 +172,7 @@ struct ConfigLoader {
             if mapping.pairs.isEmpty { reader.report("sources", node, "needs at least one source") }
         }
         let flow = top.required("widgets").map { loadWidgets($0, sources: sources) } ?? FlowConfig(sources: sources, widgets: [])
-        let sinks = loadSinks(&top)
+        let sinks = loadSinks(&top, mqtt: &mqtt, flow: flow)
         top.finish()
         return DaemonConfig(
             timezone: timezone, mqtt: mqtt, keepalives: keepalives, flow: flow, stateFile: stateFile, pushes: sinks.pushes,

@@ -44,13 +44,22 @@ struct RunCommand {
                 log.log(.warning, "\(error); the state cannot be written either")
             }
         }
+        // The one broker connection: the sources' topics, flowbridge's status, the MQTT sink.
+        let client: MQTTClient
+        do {
+            client = try MQTTClient(options: config.mqtt.options(dryRun: dryRun), subscriptions: topics(of: config), qos: 1)
+        } catch {
+            log.log(.error, "cannot start the MQTT client: \(error)")
+            return Commands.configError
+        }
         let sinks: [any Sink]
         do {
-            sinks = try SinkSelection.make(config: config, dryRun: dryRun, zone: zone, log: log)
+            sinks = try SinkSelection.make(config: config, dryRun: dryRun, zone: zone, client: client, log: log)
         } catch {
             log.log(.error, "cannot start delivering: \(error)")
             return Commands.configError
         }
+        let mqttSink = sinks.lazy.compactMap { $0 as? MQTTSink }.first
         let engine: FlowEngine
         do {
             engine = try Bridge.engine(
@@ -61,9 +70,7 @@ struct RunCommand {
             return Commands.configError
         }
         let bridge = Bridge(engine: engine, config: config, zone: zone, sinks: sinks, store: dryRun ? nil : store, log: log)
-        let client: MQTTClient
         do {
-            client = try MQTTClient(options: config.mqtt.options(dryRun: dryRun), subscriptions: Self.subscriptions(of: config), qos: 1)
             try client.start()
         } catch {
             log.log(.error, "cannot start the MQTT client: \(error)")
@@ -88,11 +95,15 @@ struct RunCommand {
                 while let event = await events.next() {
                     switch event {
                     case .message(let message):
+                        // Home Assistant's status is the MQTT sink's, never a reading.
+                        if let mqttSink, mqttSink.receive(topic: message.topic, payload: message.payload, retained: message.retained) { continue }
                         bridge.receive(message, at: Date())
                     case .connected:
                         log.log(.info, "connected to \(broker), subscribed to \(client.subscriptions.count) topics")
                         status.update { $0.broker = .connected }
                         if !dryRun { messages.publish(topic: config.mqtt.statusTopic, payload: "online", qos: 1, retain: true) }
+                        // What the broker may have lost meanwhile: the widgets' content, the discovery.
+                        mqttSink?.connected()
                         // Venus OS publishes nothing until asked: ask at once, not after an interval.
                         for keepalive in bridge.config.keepalives { messages.publish(topic: keepalive.topic) }
                         // From the first subscription on, a source that never reports is said.
@@ -122,7 +133,7 @@ struct RunCommand {
             var stopping = false
             for await signal in signals.stream {
                 if signal == SIGHUP {
-                    reload(bridge, client: client, context: context)
+                    reload(bridge, client: client, mqttSink: mqttSink, context: context)
                     continue
                 }
                 if stopping {
@@ -135,10 +146,11 @@ struct RunCommand {
                 // Stop in the background so that a second signal is still heard meanwhile.
                 group.addTask {
                     bridge.flush(at: Date())
-                    client.stop(finalMessage: dryRun ? nil : (topic: config.mqtt.statusTopic, payload: Array("offline".utf8), retain: true))
+                    // The sinks first: the MQTT sink publishes its last pushes through the client.
                     for sink in sinks where !sink.stop(timeout: .milliseconds(300)) {
                         log.log(.warning, "sink \(sink.name) did not take its last pushes in time")
                     }
+                    client.stop(finalMessage: dryRun ? nil : (topic: config.mqtt.statusTopic, payload: Array("offline".utf8), retain: true))
                     signals.finish()
                 }
             }
@@ -162,10 +174,18 @@ struct RunCommand {
         return config.flow.sources.map(\.topic.description).filter { seen.insert($0).inserted }
     }
 
+    /// What `run` subscribes to: the sources' topics, and Home Assistant's status for the MQTT
+    /// sink (not in a dry run, which has none).
+    func topics(of config: DaemonConfig) -> [String] {
+        let sources = Self.subscriptions(of: config)
+        let sink = dryRun ? [] : config.output.mqtt?.subscriptions ?? []
+        return sources + sink.filter { !sources.contains($0) }
+    }
+
     /// SIGHUP: a new config takes over the engine (the day carries over), the topics and the
     /// Victron keepalives; a broken one changes nothing. The broker connection, the state file
     /// and the time zone stay as started: the log names those that changed.
-    func reload(_ bridge: Bridge, client: MQTTClient, context: ConfigContext) {
+    func reload(_ bridge: Bridge, client: MQTTClient, mqttSink: MQTTSink?, context: ConfigContext) {
         guard var fresh = Commands.loadConfig(configPath, context: context) else {
             log.log(.error, "reload: \(configPath) is broken (see above); the running config stays")
             return
@@ -191,14 +211,16 @@ struct RunCommand {
             log.log(.error, "reload: cannot carry the day over (\(error)); the running config stays")
             return
         }
+        // Its widgets and nodes are the sensors Home Assistant has.
+        mqttSink?.reconfigure(fresh.flow)
         let old = client.subscriptions
-        let topics = Self.subscriptions(of: fresh)
-        if topics != old {
+        let wanted = topics(of: fresh)
+        if wanted != old {
             let change = [
-                topics.filter { !old.contains($0) }.map { "+ \($0)" }, old.filter { !topics.contains($0) }.map { "- \($0)" },
+                wanted.filter { !old.contains($0) }.map { "+ \($0)" }, old.filter { !wanted.contains($0) }.map { "- \($0)" },
             ].joined().joined(separator: ", ")
             do {
-                try client.updateSubscriptions(topics)
+                try client.updateSubscriptions(wanted)
                 log.log(.info, "reload: topics \(change)")
             } catch {
                 log.log(.warning, "reload: topics \(change): \(error)")

@@ -1,4 +1,5 @@
 import Delivery
+import FlowCore
 
 /// `push:` of a widget: its documents go to the widget HTTP API.
 public struct PushSettings: Sendable, Equatable {
@@ -13,23 +14,31 @@ public struct PushSettings: Sendable, Equatable {
     public var token: Secret?
 }
 
-/// `output:`: sinks that take every widget's pushes. (MQTT is to join standard output here.)
+/// `output:`: sinks that take every widget's pushes.
 public struct OutputSettings: Sendable, Equatable {
     /// NDJSON lines on standard output, as `run --dry-run` prints them.
     public var stdout = false
+    /// The widgets' content and patches on the broker, and Home Assistant's discovery.
+    public var mqtt: MQTTOutputSettings?
 }
 
 extension DaemonConfig {
     /// Whether `run` delivers anywhere.
-    public var hasSink: Bool { !pushes.isEmpty || output.stdout }
+    public var hasSink: Bool { !pushes.isEmpty || output.stdout || output.mqtt != nil }
 }
 
 extension ConfigLoader {
-    /// `output:` and every widget's `push:`.
-    func loadSinks(_ top: inout MappingReader) -> (pushes: [PushSettings], output: OutputSettings) {
+    /// `output:` and every widget's `push:`. `output.mqtt.prefix` and `mqtt.topic_prefix` are one
+    /// prefix (the daemon's status is the availability of what it publishes): either sets it,
+    /// and both must agree.
+    func loadSinks(_ top: inout MappingReader, mqtt: inout MQTTSettings, flow: FlowConfig) -> (pushes: [PushSettings], output: OutputSettings) {
         var output = OutputSettings()
         if let node = top.value("output"), var map = reader.mapping(node, "output") {
             output.stdout = map.flag("stdout") ?? false
+            if let mqttNode = map.value("mqtt") {
+                let topicPrefix = top.value("mqtt")?.pairs?.first { $0.key.scalarValue == "topic_prefix" && !$0.value.isNull }?.value
+                output.mqtt = loadMQTTOutput(mqttNode, map.childPath("mqtt"), mqtt: &mqtt, topicPrefix: topicPrefix, flow: flow)
+            }
             map.finish()
         }
         var pushes: [PushSettings] = []
@@ -40,6 +49,72 @@ extension ConfigLoader {
             if let push = loadPush(widget: name, node, "widgets.\(name).push") { pushes.append(push) }
         }
         return (pushes, output)
+    }
+
+    /// `output.mqtt`: `true`, or `{prefix, retain, home_assistant}` where `home_assistant` is
+    /// `true` or `{discovery_prefix}`.
+    func loadMQTTOutput(_ node: YAMLNode, _ path: String, mqtt: inout MQTTSettings, topicPrefix: YAMLNode?, flow: FlowConfig) -> MQTTOutputSettings? {
+        var settings = MQTTOutputSettings(prefix: mqtt.topicPrefix)
+        if node.pairs == nil {
+            return reader.flag(node, path) == true ? checked(settings, path, node, flow: flow) : nil
+        }
+        guard var map = reader.mapping(node, path) else { return nil }
+        defer { map.finish() }
+        if let prefix = map.text("prefix") {
+            if let problem = Self.publishTopicProblem(prefix) {
+                reader.report(map.childPath("prefix"), map.value("prefix"), problem)
+            } else if let topicPrefix, prefix != mqtt.topicPrefix {
+                reader.report(map.childPath("prefix"), map.value("prefix"), "'\(prefix)' differs from mqtt.topic_prefix '\(mqtt.topicPrefix)' (line \(topicPrefix.mark.line)): flowbridge's status, <prefix>/status, is the availability of what it publishes, so both are one prefix; give one of them")
+            } else {
+                settings.prefix = prefix
+                mqtt.topicPrefix = prefix
+            }
+        }
+        settings.retain = map.flag("retain") ?? settings.retain
+        if let haNode = map.value("home_assistant") {
+            let haPath = map.childPath("home_assistant")
+            if haNode.pairs == nil {
+                if reader.flag(haNode, haPath) == true { settings.homeAssistant = MQTTOutputSettings.HomeAssistant() }
+            } else if var haMap = reader.mapping(haNode, haPath) {
+                var homeAssistant = MQTTOutputSettings.HomeAssistant()
+                if let prefix = haMap.text("discovery_prefix") {
+                    if let problem = Self.publishTopicProblem(prefix) {
+                        reader.report(haMap.childPath("discovery_prefix"), haMap.value("discovery_prefix"), problem)
+                    } else {
+                        homeAssistant.discoveryPrefix = prefix
+                    }
+                }
+                haMap.finish()
+                settings.homeAssistant = homeAssistant
+            }
+        }
+        return checked(settings, path, node, flow: flow)
+    }
+
+    /// Every widget's name must be a topic level, and with Home Assistant every sensor needs an id
+    /// of its own.
+    private func checked(_ settings: MQTTOutputSettings, _ path: String, _ node: YAMLNode, flow: FlowConfig) -> MQTTOutputSettings {
+        for widget in flow.widgetNames {
+            if let problem = MQTTOutputSettings.topicLevelProblem(widget) {
+                reader.report(path, node, "widget '\(widget)' cannot be a topic level (\(problem)): rename it to publish it on MQTT")
+            }
+        }
+        if let homeAssistant = settings.homeAssistant {
+            let discovery = HomeAssistantDiscovery(flow: flow, settings: settings, homeAssistant: homeAssistant, software: Commands.version)
+            for conflict in discovery.conflicts {
+                reader.report(path, node, "home_assistant: \(conflict); give the nodes distinct names")
+            }
+        }
+        return settings
+    }
+
+    /// Why `topic` cannot start the topics flowbridge publishes, or nil.
+    static func publishTopicProblem(_ topic: String) -> String? {
+        if topic.isEmpty || topic.contains("+") || topic.contains("#") || topic.utf8.contains(0) {
+            return "must be a topic without wildcards"
+        }
+        if topic.hasPrefix("/") || topic.hasSuffix("/") { return "must not start or end with /" }
+        return nil
     }
 
     func loadPush(widget: String, _ node: YAMLNode, _ path: String) -> PushSettings? {

@@ -77,7 +77,7 @@ import Testing
     @Test func theExamplesSinksAreValidUncommented() throws {
         let text = try String(contentsOf: Repository.root.appendingPathComponent("Config/example.yaml"), encoding: .utf8)
         let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
-            guard ["    # push:", "    #   ", "# output:", "#   stdout:"].contains(where: line.hasPrefix),
+            guard ["    # push:", "    #   ", "# output:", "#   stdout:", "#   mqtt:", "#     "].contains(where: line.hasPrefix),
                   let hash = line.firstRange(of: "# ")
             else { return String(line) }
             return String(line[..<hash.lowerBound] + line[hash.upperBound...])
@@ -87,6 +87,7 @@ import Testing
         #expect(config.pushes.first?.tokenFile == "widget-token")
         #expect(config.pushes.first?.api.headers == [.init(name: "X-Client", value: "flowbridge")])
         #expect(config.output.stdout)
+        #expect(config.output.mqtt == MQTTOutputSettings(prefix: "flowbridge", retain: true, homeAssistant: .init()))
     }
 
     @Test func defaultsFollowTheContract() throws {
@@ -112,7 +113,13 @@ import Testing
         ("    push: {url: \"https://x/y\", token_file: t, timeout: soon}\n", "widgets.power.push.timeout: 'soon' is not a duration"),
         ("    push: {url: \"https://x/y\", token_file: t, proxy: p}\n", "widgets.power.push.proxy: unknown key"),
         ("output: {stdout: yes please}\n", "line 7: output.stdout: expected true or false"),
-        ("output: {mqtt: {}}\n", "line 7: output.mqtt: unknown key"),
+        ("output: {mqtt: {retain: maybe}}\n", "line 7: output.mqtt.retain: expected true or false"),
+        ("output: {mqtt: {prefix: \"a/#\"}}\n", "line 7: output.mqtt.prefix: must be a topic without wildcards"),
+        ("output: {mqtt: {prefix: fb/}}\n", "line 7: output.mqtt.prefix: must not start or end with /"),
+        ("output: {mqtt: {home_assistant: {discovery_prefix: \"+\"}}}\n", "output.mqtt.home_assistant.discovery_prefix: must be a topic without wildcards"),
+        ("output: {mqtt: {home_assistant: {prefix: ha}}}\n", "output.mqtt.home_assistant.prefix: unknown key"),
+        ("output: {mqtt: {topic: x}}\n", "line 7: output.mqtt.topic: unknown key"),
+        ("mqtt: {topic_prefix: home}\noutput: {mqtt: {prefix: flowbridge}}\n", "line 8: output.mqtt.prefix: 'flowbridge' differs from mqtt.topic_prefix 'home' (line 7)"),
     ])
     func brokenSinkSettingsNameKeyAndLine(tail: String, expected: String) {
         let error = #expect(throws: ConfigError.self) { try DaemonConfig.parse(Self.base + tail, file: "config.yaml") }
@@ -143,6 +150,90 @@ import Testing
         #expect(run.out.contains("TLS verified against the system's certificates"))
         #expect(run.out.contains("output: standard output (NDJSON)"))
         #expect(!run.out.contains("hunter2") && !run.out.contains("s3cret"))
+        #expect(!run.out.contains("warning"))
+    }
+
+    @Test func theMQTTOutputIsRead() throws {
+        let short = try DaemonConfig.parse(Self.base + "output: {mqtt: true}\n", file: "c.yaml")
+        #expect(short.output.mqtt == MQTTOutputSettings(prefix: "flowbridge", retain: true, homeAssistant: nil))
+        #expect(short.hasSink)
+        #expect(try DaemonConfig.parse(Self.base + "output: {mqtt: false}\n", file: "c.yaml").output.mqtt == nil)
+
+        let full = try DaemonConfig.parse(Self.base + """
+            output:
+              mqtt: {prefix: home/flowbridge, retain: false, home_assistant: {discovery_prefix: ha}}
+
+            """, file: "c.yaml")
+        #expect(full.output.mqtt == MQTTOutputSettings(prefix: "home/flowbridge", retain: false, homeAssistant: .init(discoveryPrefix: "ha")))
+        // One prefix: the daemon's status is the availability of what it publishes.
+        #expect(full.mqtt.statusTopic == "home/flowbridge/status")
+        #expect(full.output.mqtt?.statusTopic == full.mqtt.statusTopic)
+        #expect(full.output.mqtt?.subscriptions == ["ha/status"])
+
+        let inherited = try DaemonConfig.parse("mqtt: {topic_prefix: garage}\n" + Self.base + "output: {mqtt: {home_assistant: true}}\n", file: "c.yaml")
+        #expect(inherited.output.mqtt?.prefix == "garage")
+        #expect(inherited.output.mqtt?.homeAssistant == .init(discoveryPrefix: "homeassistant"))
+        let agreeing = try DaemonConfig.parse("mqtt: {topic_prefix: garage}\n" + Self.base + "output: {mqtt: {prefix: garage}}\n", file: "c.yaml")
+        #expect(agreeing.output.mqtt?.prefix == "garage")
+    }
+
+    /// What MQTT and Home Assistant cannot take is said with the rest, naming the widget or nodes.
+    @Test(arguments: [
+        ("""
+            sources: {s: {topic: x}}
+            widgets:
+              "a/b": {template: flow, flow: {output: {rate: s}}}
+            output: {mqtt: true}
+            """, "line 4: output.mqtt: widget 'a/b' cannot be a topic level ('/' in it): rename it to publish it on MQTT"),
+        ("""
+            sources: {s: {topic: x}, t: {topic: y}}
+            widgets:
+              power: {template: flow, flow: {inputs: [{name: East roof, rate: s}, {name: east-roof, rate: t}]}}
+            output: {mqtt: {home_assistant: true}}
+            """, "output.mqtt: home_assistant: 'east-roof power' of widget power would have the id flowbridge_power_east_roof_power of 'East roof power' of widget power; give the nodes distinct names"),
+    ])
+    func namesMQTTCannotTakeAreProblems(text: String, expected: String) {
+        let error = #expect(throws: ConfigError.self) { try DaemonConfig.parse(text, file: "config.yaml") }
+        #expect(error?.description.contains(expected) == true, "\(error?.description ?? "no error")")
+    }
+
+    /// `check` names the MQTT topics of every widget and the entity each Home Assistant sensor gets.
+    @Test func checkShowsTheMQTTOutputAndItsSensors() throws {
+        let folder = TemporaryFolder()
+        let path = try folder.write("c.yaml", """
+            sources:
+              solar: {topic: s}
+              grid: {topic: g}
+              soc: {topic: c, unit: "%"}
+              battery: {topic: b}
+            widgets:
+              power:
+                template: flow
+                flow:
+                  inputs: [{name: Solar, rate: solar, total: integrate}]
+                  storage: {name: Battery, rate: battery, level: soc}
+                  exchange: {name: Grid, rate: grid, total: export}
+              autarky: {template: progress, label: Self-sufficiency, progress: {of: production_goal, goal_kwh: 20}}
+            output: {mqtt: {home_assistant: true}}
+
+            """)
+        let run = try runFlowbridge(["check", "--config", path])
+        #expect(run.status == 0, "\(run.err)")
+        for line in [
+            "output: MQTT, through flowbridge's connection to 127.0.0.1:1883",
+            "  flowbridge/status: online / offline (retained; the last will)",
+            "  flowbridge/power/content: the whole content after every push (retained, again at every connect)",
+            "  flowbridge/power/patch: each push's merge patch",
+            "  flowbridge/autarky/content: the whole content after every push (retained, again at every connect)",
+            "  Home Assistant: device \"flowbridge\", discovery configs under homeassistant/sensor/flowbridge/ (announced again when homeassistant/status says online)",
+            "    from flowbridge/power/sensors (retained):",
+            "      sensor.flowbridge_power_solar_energy  Solar energy today (kWh; energy, total_increasing)",
+            "      sensor.flowbridge_power_battery_level Battery level (%; battery, measurement)",
+            "      sensor.flowbridge_power_grid_export   Grid export today (kWh; energy, total_increasing)",
+            "      sensor.flowbridge_autarky_percent Self-sufficiency (%; measurement)",
+        ] {
+            #expect(run.out.contains(line + "\n"), "\(line)\n\(run.out)")
+        }
         #expect(!run.out.contains("warning"))
     }
 

@@ -1,0 +1,282 @@
+import FlowCore
+
+/// One sensor flowbridge announces to Home Assistant: a value of one widget's document.
+public struct HomeAssistantSensor: Sendable, Equatable {
+    /// What the sensor measures, and so its unit and classes in Home Assistant.
+    public enum Quantity: Sendable, Equatable {
+        /// A node's rate: W, signed as on the widget (grid + importing, battery + filling).
+        case power
+        /// A node's energy today: kWh that restart at 0 at local midnight, which Home Assistant's
+        /// `total_increasing` reads as a new cycle (the Energy dashboard takes such sensors).
+        case energyToday
+        /// A battery's charge in %.
+        case batteryLevel
+        /// A progress bar's value in %.
+        case percent
+
+        public var unit: String {
+            switch self {
+            case .power: "W"
+            case .energyToday: "kWh"
+            case .batteryLevel, .percent: "%"
+            }
+        }
+
+        public var deviceClass: String? {
+            switch self {
+            case .power: "power"
+            case .energyToday: "energy"
+            case .batteryLevel: "battery"
+            case .percent: nil
+            }
+        }
+
+        public var stateClass: String { self == .energyToday ? "total_increasing" : "measurement" }
+    }
+
+    /// Where in the widget's document the value is.
+    public enum Field: Sendable, Equatable {
+        case rate(NodePlace)
+        case total(NodePlace)
+        case level(NodePlace)
+        /// A progress document's `value` (a fraction), as %.
+        case progressValue
+    }
+
+    public var widget: String
+    /// The sensor's field in `<prefix>/<widget>/sensors`, unique within the widget: `solar_power`.
+    public var key: String
+    /// The name Home Assistant shows after the device's: `Solar power`.
+    public var name: String
+    public var quantity: Quantity
+    public var field: Field
+    /// Decimals Home Assistant shows: as many as the widget's policy rounds to.
+    public var precision: Int
+}
+
+/// The Home Assistant side of a config: a sensor per node's power, per node's energy today (when
+/// it has a total), per battery level and per progress bar, all of one device, with the discovery
+/// config that announces each and the values it reads.
+///
+/// A sensor is known by its widget and its node's name (`flowbridge_power_solar_power`), not by
+/// the node's position: inputs may be reordered without one taking over another's history, and a
+/// renamed or removed node is a sensor that is gone, whose discovery config the sink removes.
+/// Home Assistant reads each sensor from one retained JSON object per widget
+/// (`<prefix>/<widget>/sensors`, `{"solar_power": 3200, "grid_import": 3.1, …}`), which the sink
+/// computes from the document; a value the document does not have is `null`, which a
+/// `value_template` renders as `None`: *unknown* in Home Assistant, never 0.
+public struct HomeAssistantDiscovery: Sendable, Equatable {
+    public let settings: MQTTOutputSettings
+    public let discoveryPrefix: String
+    /// The discovery topic's node id and the device's identifier: the prefix as an id.
+    public let nodeID: String
+    /// flowbridge's version, shown on the device.
+    public let software: String
+    public private(set) var sensors: [HomeAssistantSensor] = []
+    /// Sensors left out because another one has their id already, described for `check`.
+    public private(set) var conflicts: [String] = []
+    /// Each flow widget's input names as configured: how an input is found in a document that
+    /// lacks an earlier one (a node with nothing to show yet is left out, shifting the rest).
+    private var inputNames: [String: [String?]] = [:]
+
+    public init(flow: FlowConfig, settings: MQTTOutputSettings, homeAssistant: MQTTOutputSettings.HomeAssistant, software: String) {
+        self.settings = settings
+        discoveryPrefix = homeAssistant.discoveryPrefix
+        nodeID = Self.id(settings.prefix).isEmpty ? "flowbridge" : Self.id(settings.prefix)
+        self.software = software
+        var found: [HomeAssistantSensor] = []
+        let severalFlows = flow.widgets.count > 1
+        for widget in flow.widgets {
+            inputNames[widget.name] = widget.inputs.map(\.name)
+            let precision = (rate: Self.decimals(widget.policy.rateStep), total: Self.decimals(widget.policy.totalStep),
+                             level: Self.decimals(widget.policy.levelStep))
+            let widgetLabel = severalFlows ? "\(widget.shared.label ?? widget.name) " : ""
+            for (place, node) in widget.nodes {
+                let label = widgetLabel + (node.name ?? Self.defaultName(place))
+                let base = Self.id(node.name ?? "").isEmpty ? Self.id(Self.defaultKey(place)) : Self.id(node.name ?? "")
+                func sensor(_ suffix: String, _ what: String, _ quantity: HomeAssistantSensor.Quantity,
+                            _ field: HomeAssistantSensor.Field, _ precision: Int) {
+                    found.append(HomeAssistantSensor(
+                        widget: widget.name, key: "\(base)_\(suffix)", name: "\(label) \(what)", quantity: quantity, field: field,
+                        precision: precision))
+                }
+                sensor("power", "power", .power, .rate(place), precision.rate)
+                if let total = node.total {
+                    let (suffix, what) = Self.energyWords(total)
+                    sensor(suffix, what, .energyToday, .total(place), precision.total)
+                }
+                if node.level != nil { sensor("level", "level", .batteryLevel, .level(place), precision.level) }
+            }
+        }
+        for widget in flow.progressWidgets {
+            let isBattery = if case .battery = widget.measure { true } else { false }
+            found.append(HomeAssistantSensor(
+                widget: widget.name, key: "percent", name: widget.shared.label ?? widget.name,
+                quantity: isBattery ? .batteryLevel : .percent, field: .progressValue,
+                precision: Self.decimals(widget.policy.levelStep)))
+        }
+        var seen: [String: HomeAssistantSensor] = [:]
+        for sensor in found {
+            guard !Self.id(sensor.widget).isEmpty else {
+                let problem = "widget '\(sensor.widget)' has no letter or digit to make a Home Assistant id of"
+                if !conflicts.contains(problem) { conflicts.append(problem) }
+                continue
+            }
+            let id = uniqueID(sensor)
+            if let first = seen[id] {
+                conflicts.append("'\(sensor.name)' of widget \(sensor.widget) would have the id \(id) of '\(first.name)' of widget \(first.widget)")
+                continue
+            }
+            seen[id] = sensor
+            sensors.append(sensor)
+        }
+    }
+
+    /// `flowbridge_power_solar_power`: the sensor's `unique_id`, and its `object_id`, from which Home
+    /// Assistant makes the entity id `sensor.flowbridge_power_solar_power`.
+    public func uniqueID(_ sensor: HomeAssistantSensor) -> String {
+        "\(nodeID)_\(Self.id(sensor.widget))_\(sensor.key)"
+    }
+
+    /// `homeassistant/sensor/flowbridge/power_solar_power/config`.
+    public func configTopic(_ sensor: HomeAssistantSensor) -> String {
+        "\(discoveryPrefix)/sensor/\(nodeID)/\(Self.id(sensor.widget))_\(sensor.key)/config"
+    }
+
+    /// Widgets that have sensors, in config order.
+    public var widgets: [String] {
+        var seen: Set<String> = []
+        return sensors.map(\.widget).filter { seen.insert($0).inserted }
+    }
+
+    /// The device every sensor belongs to: "flowbridge", or "flowbridge (garage)" for another prefix.
+    public var deviceName: String { nodeID == "flowbridge" ? "flowbridge" : "flowbridge (\(settings.prefix))" }
+
+    /// The discovery config of `sensor`: what Home Assistant's MQTT sensor schema takes (full key
+    /// names, not the abbreviations; `homeassistant/components/mqtt/sensor.py` and `mixins.py`).
+    public func config(_ sensor: HomeAssistantSensor) -> JSONValue {
+        let id = uniqueID(sensor)
+        var members: [String: JSONValue] = [
+            "name": .string(sensor.name),
+            "unique_id": .string(id),
+            "object_id": .string(id),
+            "state_topic": .string(settings.sensorsTopic(sensor.widget)),
+            // Subscript, not a dotted name: a key may start with a digit ("1st_floor_power").
+            "value_template": .string("{{ value_json['\(sensor.key)'] }}"),
+            "unit_of_measurement": .string(sensor.quantity.unit),
+            "state_class": .string(sensor.quantity.stateClass),
+            "suggested_display_precision": .number(Double(sensor.precision)),
+            "availability_topic": .string(settings.statusTopic),
+            "payload_available": "online",
+            "payload_not_available": "offline",
+            "device": [
+                "identifiers": [.string(nodeID)],
+                "name": .string(deviceName),
+                "manufacturer": "flowbridge",
+                "model": "MQTT energy flow bridge",
+                "sw_version": .string(software),
+            ],
+            "origin": ["name": "flowbridge", "sw_version": .string(software)],
+        ]
+        if let deviceClass = sensor.quantity.deviceClass { members["device_class"] = .string(deviceClass) }
+        return .object(members)
+    }
+
+    /// The value of every sensor of `widget` in `document`, by key; nil when the widget has none.
+    public func values(widget: String, document: WidgetContent) -> JSONValue? {
+        let mine = sensors.filter { $0.widget == widget }
+        guard !mine.isEmpty else { return nil }
+        var members: [String: JSONValue] = [:]
+        for sensor in mine {
+            members[sensor.key] = value(sensor.field, in: document, widget: widget).map(JSONValue.number) ?? .null
+        }
+        return .object(members)
+    }
+
+    private func value(_ field: HomeAssistantSensor.Field, in document: WidgetContent, widget: String) -> Double? {
+        switch (field, document) {
+        case (.progressValue, .progress(let bar)):
+            // The fraction was rounded to whole (or `level_step`) percent; ×100 must not show 76.00000000001.
+            return bar.value.map { ($0 * 100 * 1e6).rounded() / 1e6 }
+        case (.rate(let place), .flow(let flow)):
+            return node(place, in: flow, widget: widget)?.rate
+        case (.total(let place), .flow(let flow)):
+            return node(place, in: flow, widget: widget)?.total
+        case (.level(let place), .flow(let flow)):
+            return node(place, in: flow, widget: widget)?.level
+        default:
+            return nil
+        }
+    }
+
+    /// The document's node at `place`. The inputs of a document carry no position: all of them are
+    /// there, or the configured name tells which one is; otherwise the value is unknown.
+    private func node(_ place: NodePlace, in flow: FlowContent, widget: String) -> FlowNode? {
+        switch place {
+        case .output: return flow.output
+        case .storage: return flow.storage
+        case .exchange: return flow.exchange
+        case .input(let index):
+            let shown = flow.inputs ?? []
+            let names = inputNames[widget] ?? []
+            if shown.count == names.count { return index < shown.count ? shown[index] : nil }
+            guard index < names.count, let name = names[index], names.filter({ $0 == name }).count == 1 else { return nil }
+            return shown.first { $0.name == name }
+        }
+    }
+
+    /// What a node is called when the config gives it no name.
+    static func defaultName(_ place: NodePlace) -> String {
+        switch place {
+        case .input(let index): "Input \(index + 1)"
+        case .output: "Home"
+        case .storage: "Battery"
+        case .exchange: "Grid"
+        }
+    }
+
+    /// The id of a node whose name has no letter or digit to make one of.
+    static func defaultKey(_ place: NodePlace) -> String {
+        if case .input(let index) = place { return "input \(index + 1)" }
+        return place.slot.rawValue
+    }
+
+    /// The key suffix and the words of a node's energy sensor: what its total counts.
+    static func energyWords(_ total: TotalSpec) -> (suffix: String, words: String) {
+        switch total {
+        case .imported: ("import", "import today")
+        case .exported: ("export", "export today")
+        case .charged: ("charged", "charged today")
+        case .discharged: ("discharged", "discharged today")
+        case .integrate, .counter, .daily: ("energy", "energy today")
+        }
+    }
+
+    /// `Solar Süd` → `solar_s_d`: lower-case ASCII letters and digits, anything else one `_`,
+    /// none at either end; the characters Home Assistant allows in discovery topics and entity ids.
+    public static func id(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if scalar.isASCII, let ascii = Character(scalar).asciiValue,
+               (ascii >= 0x30 && ascii <= 0x39) || (ascii >= 0x41 && ascii <= 0x5A) || (ascii >= 0x61 && ascii <= 0x7A)
+            {
+                out.append(Character(scalar).lowercased())
+            } else if !out.isEmpty, out.last != "_" {
+                out.append("_")
+            }
+        }
+        while out.last == "_" { out.removeLast() }
+        return out
+    }
+
+    /// The decimals a value rounded to `step` has: 10 → 0, 0.1 → 1, 0.05 → 2 (at most 3).
+    static func decimals(_ step: Double) -> Int {
+        var decimals = 0
+        var scaled = step
+        while decimals < 3, scaled > 0, (scaled - scaled.rounded()).magnitude > 1e-9 {
+            scaled *= 10
+            decimals += 1
+        }
+        return decimals
+    }
+}

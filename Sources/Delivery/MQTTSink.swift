@@ -1,0 +1,181 @@
+import Dispatch
+import FlowCore
+import Synchronization
+
+/// The broker connection the MQTT sink publishes through: the daemon's own (`MQTTClient`), the
+/// one it subscribes with and whose last will is its status.
+public protocol MQTTPublishing: Sendable {
+    /// Hands a message to the connection without waiting for the network; throws while
+    /// disconnected (nothing is queued for later).
+    func publish(topic: String, payload: [UInt8], qos: Int, retain: Bool) throws
+    var isConnected: Bool { get }
+}
+
+/// Publishes every widget's pushes on the broker (`output.mqtt`): the whole content on
+/// `<prefix>/<widget>/content` (retained), each patch on `<prefix>/<widget>/patch`, and with
+/// `home_assistant` the discovery configs and values of the sensors (`HomeAssistantDiscovery`).
+///
+/// Publishing only hands a message to the connection, but `take` does not even do that: pushes
+/// go through an `Outbox` to a thread of the sink's own, and the connection's events (connected,
+/// Home Assistant online, a reload) to a serial queue of its own, so the engine never waits on the
+/// sink. One lock orders everything the sink publishes, so a content published at a reconnect is
+/// never overtaken by an older one. While the broker is away nothing is published and nothing
+/// queues up; `connected()` publishes the current truth.
+public final class MQTTSink: Sink {
+    public let name = "mqtt"
+    public let settings: MQTTOutputSettings
+    private let core: Core
+    private let outbox: Outbox
+
+    /// - Parameters:
+    ///   - flow: the widgets and their nodes (the sensors Home Assistant gets).
+    ///   - software: flowbridge's version, on Home Assistant's device.
+    ///   - connection: the daemon's broker connection.
+    ///   - capacity: pushes that may wait before they coalesce.
+    ///   - log: where removals, announcements and failed publishes are said.
+    public init(
+        settings: MQTTOutputSettings, flow: FlowConfig, software: String, connection: any MQTTPublishing, capacity: Int = 256,
+        log: @escaping @Sendable (Diagnostic) -> Void
+    ) {
+        self.settings = settings
+        let core = Core(publication: MQTTPublication(settings: settings, flow: flow, software: software), connection: connection, log: log)
+        self.core = core
+        outbox = Outbox(
+            label: "mqtt", capacity: capacity,
+            deliver: { pushes in core.run { publication in pushes.flatMap { publication.push($0) } } },
+            onCoalesce: {
+                log(Diagnostic(.warning, "mqtt: the broker connection is not keeping up: pushes are coalesced (each patch then carries what changed since the last one published)"))
+            })
+    }
+
+    public func take(_ push: WidgetPush) { outbox.offer(push) }
+
+    /// The broker connection is (again) up: stale retained topics go, the discovery configs and
+    /// every widget's current content are published.
+    public func connected() {
+        core.later { $0.connected() } report: { messages, log in
+            let removed = messages.filter(\.isRemoval).map(\.topic)
+            if !removed.isEmpty {
+                log(Diagnostic(.info, "mqtt: removed \(removed.count) retained topic\(removed.count == 1 ? "" : "s") the config no longer publishes: \(removed.joined(separator: ", "))"))
+            }
+        }
+    }
+
+    /// Takes a message the daemon's connection received on one of `settings.subscriptions`
+    /// (Home Assistant's status); false for any other topic, which is the engine's. A retained
+    /// `online` is the one the broker keeps, not a start: the connect has announced already.
+    public func receive(topic: String, payload: [UInt8], retained: Bool) -> Bool {
+        guard let homeAssistant = settings.homeAssistant, topic == homeAssistant.statusTopic else { return false }
+        guard !retained, payload.elementsEqual("online".utf8) else { return true }
+        core.later { $0.homeAssistantOnline() } report: { messages, log in
+            let announced = messages.filter { $0.topic.hasSuffix("/config") }.count
+            log(Diagnostic(.info, "mqtt: Home Assistant is online: announced its \(announced) sensors again"))
+        }
+        return true
+    }
+
+    /// A reloaded config: sensors of removed or renamed nodes, and removed widgets, are removed.
+    public func reconfigure(_ flow: FlowConfig) {
+        core.later { $0.reconfigure(flow) } report: { messages, log in
+            let removed = messages.filter(\.isRemoval).map(\.topic)
+            if !removed.isEmpty {
+                log(Diagnostic(.info, "mqtt: removed \(removed.count) retained topic\(removed.count == 1 ? "" : "s") the reloaded config no longer publishes: \(removed.joined(separator: ", "))"))
+            }
+        }
+    }
+
+    /// Publishes what is still queued, up to `timeout`; nothing is published after.
+    @discardableResult
+    public func stop(timeout: Duration) -> Bool {
+        let delivered = outbox.stop(timeout: timeout)
+        return core.stop(timeout: timeout) && delivered
+    }
+
+    public var savedState: JSONValue? { core.saved.withLock { $0 } }
+
+    public func restore(_ saved: JSONValue) {
+        core.run { publication in
+            publication.restore(saved)
+            return []
+        }
+    }
+}
+
+/// What the outbox's thread and the sink's queue share: the publication under one lock, the
+/// connection and the log.
+private final class Core: Sendable {
+    let publication: Mutex<MQTTPublication>
+    /// `publication.saved` as of the last change: the state file reads it without waiting for a
+    /// publish in progress.
+    let saved: Mutex<JSONValue?>
+    let connection: any MQTTPublishing
+    let log: @Sendable (Diagnostic) -> Void
+    let queue = DispatchQueue(label: "flowbridge.sink.mqtt.events")
+    private let stopped = Atomic(false)
+    /// Failed publishes on a live connection are said once a minute.
+    private let lastFailureReport = Mutex<ContinuousClock.Instant?>(nil)
+
+    init(publication: MQTTPublication, connection: any MQTTPublishing, log: @escaping @Sendable (Diagnostic) -> Void) {
+        self.publication = Mutex(publication)
+        saved = Mutex(publication.retainedTopics.isEmpty ? nil : publication.saved)
+        self.connection = connection
+        self.log = log
+    }
+
+    /// Runs `step` on the sink's queue, then `report` with the messages it made.
+    func later(
+        _ step: @escaping @Sendable (inout MQTTPublication) -> [MQTTPublication.Message],
+        report: @escaping @Sendable ([MQTTPublication.Message], @Sendable (Diagnostic) -> Void) -> Void = { _, _ in }
+    ) {
+        queue.async {
+            let messages = self.run(step)
+            if !messages.isEmpty { report(messages, self.log) }
+        }
+    }
+
+    /// Makes the messages and publishes them in order, under the lock; returns the ones published.
+    @discardableResult
+    func run(_ step: (inout MQTTPublication) -> [MQTTPublication.Message]) -> [MQTTPublication.Message] {
+        guard !stopped.load(ordering: .acquiring) else { return [] }
+        return publication.withLock { publication in
+            var published: [MQTTPublication.Message] = []
+            for message in step(&publication) {
+                do {
+                    try connection.publish(topic: message.topic, payload: message.payload, qos: message.qos, retain: message.retain)
+                    publication.published(message)
+                    published.append(message)
+                } catch {
+                    failed(error)
+                }
+            }
+            let state = publication.saved
+            saved.withLock { $0 = publication.retainedTopics.isEmpty ? nil : state }
+            return published
+        }
+    }
+
+    /// A publish the connection refused. While it is down that is expected (the connect publishes
+    /// the current truth); on a live connection it is said, once a minute.
+    private func failed(_ error: any Error) {
+        guard connection.isConnected else { return }
+        let now = ContinuousClock.now
+        let due = lastFailureReport.withLock { last in
+            guard last.map({ now - $0 >= .seconds(60) }) ?? true else { return false }
+            last = now
+            return true
+        }
+        if due { log(Diagnostic(.warning, "mqtt: \(error)")) }
+    }
+
+    /// Lets the events queued before it run, up to `timeout`; nothing is published after.
+    func stop(timeout: Duration) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        queue.async {
+            self.stopped.store(true, ordering: .releasing)
+            done.signal()
+        }
+        let finished = done.wait(timeout: .now() + .nanoseconds(Int(max(0, timeout.seconds) * 1e9))) == .success
+        stopped.store(true, ordering: .releasing)
+        return finished
+    }
+}

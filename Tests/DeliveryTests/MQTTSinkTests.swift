@@ -1,0 +1,116 @@
+import Delivery
+import Dispatch
+import FlowCore
+import FoundationEssentials
+import Synchronization
+import Testing
+
+/// The MQTT sink around its connection: `take` never waits for it, nothing queues up while it is
+/// down, a connect publishes the current truth, and Home Assistant's status is the sink's alone.
+/// (With a real broker and the real daemon: `MQTTOutputRunTests`.)
+@Suite(.timeLimit(.minutes(1))) struct MQTTSinkTests {
+    /// A connection that refuses publishes while down (as libmosquitto does) and can be held up
+    /// inside a publish, as a connection whose lock the network thread holds.
+    final class Connection: MQTTPublishing {
+        struct Published: Sendable, Equatable {
+            var topic: String
+            var payload: JSONValue?
+            var retain: Bool
+        }
+
+        struct Refused: Error {}
+
+        let up = Atomic(false)
+        let holding = Atomic(false)
+        let release = DispatchSemaphore(value: 0)
+        let published = Mutex<[Published]>([])
+        /// Publishes tried, refused ones included.
+        let attempts = Atomic(0)
+
+        var isConnected: Bool { up.load(ordering: .relaxed) }
+
+        func publish(topic: String, payload: [UInt8], qos: Int, retain: Bool) throws {
+            if holding.load(ordering: .relaxed) { release.wait() }
+            attempts.add(1, ordering: .relaxed)
+            guard isConnected else { throw Refused() }
+            published.withLock { $0.append(Published(topic: topic, payload: try? JSONValue(parsing: payload), retain: retain)) }
+        }
+
+        /// Waits (bounded) until what was published satisfies `condition`.
+        func wait(until condition: ([Published]) -> Bool) async -> [Published] {
+            for _ in 0..<500 {
+                let seen = published.withLock { $0 }
+                if condition(seen) { return seen }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return published.withLock { $0 }
+        }
+    }
+
+    static let flow = FlowConfig(sources: [], widgets: [
+        FlowWidgetConfig(name: "power", exchange: NodeConfig(name: "Grid", rate: .sum([RateTerm(source: "g")]))),
+    ])
+
+    static func sink(_ connection: Connection, homeAssistant: Bool = false) -> MQTTSink {
+        MQTTSink(
+            settings: MQTTOutputSettings(homeAssistant: homeAssistant ? .init() : nil), flow: flow, software: "test", connection: connection,
+            log: { _ in })
+    }
+
+    @Test func whileTheBrokerIsAwayNothingQueuesAndTheConnectPublishesTheTruth() async throws {
+        let connection = Connection()
+        let sink = Self.sink(connection)
+        let pushes = OutboxTests.pushes([-1400, -900, -400, 300])
+        for push in pushes { sink.take(push) }
+        // Each push's content and patch are tried, and refused, before the connection comes up.
+        for _ in 0..<500 where connection.attempts.load(ordering: .relaxed) < 2 * pushes.count {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(connection.attempts.load(ordering: .relaxed) == 2 * pushes.count)
+        #expect(connection.published.withLock { $0.isEmpty })
+
+        connection.up.store(true, ordering: .relaxed)
+        sink.connected()
+        let seen = await connection.wait { $0.contains { $0.topic == "flowbridge/power/content" } }
+        #expect(seen == [Connection.Published(topic: "flowbridge/power/content", payload: OutboxTests.document(300).json, retain: true)])
+        sink.stop(timeout: .seconds(1))
+    }
+
+    /// A connection that holds a publish up holds up the sink's thread, never `take`: the engine
+    /// goes on, and once the connection lets go the newest document is what the broker gets.
+    @Test func takeNeverWaitsForTheConnection() async throws {
+        let connection = Connection()
+        connection.up.store(true, ordering: .relaxed)
+        connection.holding.store(true, ordering: .relaxed)
+        let sink = Self.sink(connection)
+        let pushes = OutboxTests.pushes((0..<2000).map { Double($0) })
+        for push in pushes { sink.take(push) }  // returns: a blocking take would hang here
+        connection.holding.store(false, ordering: .relaxed)
+        connection.release.signal()
+        let last = OutboxTests.document(1999).json
+        let seen = await connection.wait { $0.last { $0.topic == "flowbridge/power/content" }?.payload == last }
+        #expect(seen.last { $0.topic == "flowbridge/power/content" }?.payload == last)
+        // The patches published add up to the newest document.
+        let patched = seen.filter { $0.topic == "flowbridge/power/patch" }.reduce(JSONValue.null) { MergePatch.apply($1.payload ?? .null, to: $0) }
+        #expect(patched == last)
+        sink.stop(timeout: .seconds(1))
+    }
+
+    @Test func homeAssistantsStatusIsTheSinks() async throws {
+        let connection = Connection()
+        connection.up.store(true, ordering: .relaxed)
+        let sink = Self.sink(connection, homeAssistant: true)
+        #expect(sink.settings.subscriptions == ["homeassistant/status"])
+        #expect(!sink.receive(topic: "meter/power", payload: Array("online".utf8), retained: false))
+        // The broker's retained copy is no start, and offline asks for nothing.
+        #expect(sink.receive(topic: "homeassistant/status", payload: Array("online".utf8), retained: true))
+        #expect(sink.receive(topic: "homeassistant/status", payload: Array("offline".utf8), retained: false))
+        #expect(sink.receive(topic: "homeassistant/status", payload: Array("online".utf8), retained: false))
+        let seen = await connection.wait { !$0.isEmpty }
+        #expect(seen.map(\.topic) == ["homeassistant/sensor/flowbridge/power_grid_power/config"])
+        #expect(seen.first?.payload?["unique_id"] == "flowbridge_power_grid_power")
+        // Without home_assistant the sink takes no message.
+        #expect(!Self.sink(connection).receive(topic: "homeassistant/status", payload: Array("online".utf8), retained: false))
+        sink.stop(timeout: .seconds(1))
+    }
+}
