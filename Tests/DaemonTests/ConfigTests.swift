@@ -175,6 +175,8 @@ import Testing
         ("mqtt.tls", "mqtt: {tls: {zzz: 1}}\nsources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}"),
         ("keepalive[0]", "keepalive: [{topic: k, zzz: 1}]\nsources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}"),
         ("output", "output: {zzz: 1}\nsources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}"),
+        ("output.mqtt", "output: {mqtt: {zzz: 1}}\nsources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}"),
+        ("output.mqtt.home_assistant", "output: {mqtt: {home_assistant: {zzz: 1}}}\nsources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}"),
         ("sources.a", "sources: {a: {topic: x, zzz: 1}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}"),
         ("widgets.w", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, zzz: 1, flow: {exchange: {rate: a}}}}"),
         ("widgets.w.flow", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {zzz: 1, exchange: {rate: a}}}}"),
