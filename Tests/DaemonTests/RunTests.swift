@@ -41,7 +41,7 @@ struct RunTests {
         var pushes: [JSONValue] { text.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? JSONValue(parsing: String($0)) } }
 
         /// Waits until the output holds `text` (`count` times; bounded).
-        func waitFor(_ needle: String, count: Int = 1, timeout: Duration = .seconds(10)) async -> Bool {
+        func waitFor(_ needle: String, count: Int = 1, timeout: Duration = readinessTimeout) async -> Bool {
             let clock = ContinuousClock()
             let deadline = clock.now + timeout
             func found() -> Bool { text.components(separatedBy: needle).count - 1 >= count }
@@ -321,13 +321,11 @@ struct RunTests {
         defer { kill(process.processIdentifier, SIGKILL) }
         try output.fileHandleForReading.close()
         func log() -> String { (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "" }
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(10)
-        while !log().contains("connected to"), clock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await eventually { log().contains("connected to") }, "\(log())")
         for watts in [100, 200, 300] {
             try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":\#(watts)}"#)
         }
-        while !log().contains("standard output does not take"), clock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await eventually { log().contains("standard output does not take") }, "\(log())")
         #expect(log().components(separatedBy: "standard output does not take").count == 2, "\(log())")
         #expect(process.isRunning)
     }
@@ -347,9 +345,7 @@ struct RunTests {
         let errors = folder.url.appendingPathComponent("err.log").path
         let process = try ChildProcess(Repository.binary, ["run", "--config", config], outputFile: fifo, errorFile: errors)
         func log() -> String { (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "" }
-        let clock = ContinuousClock()
-        var deadline = clock.now + .seconds(10)
-        while !log().contains("connected to"), clock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await eventually { log().contains("connected to") }, "\(log())")
         // Far more push lines than a pipe holds (64 KiB): one push per message.
         let lines = (0..<5000).map { #"{"total_act_power":\#($0 % 1000 + 1)}"# }
         let file = try folder.write("readings.txt", lines.joined(separator: "\n") + "\n")
@@ -357,17 +353,13 @@ struct RunTests {
             "/usr/bin/mosquitto_pub", broker.clientArguments + ["-t", "shellypro3em-abc/status/em:0", "-l", "-q", "1"],
             standardInput: file)
         #expect(await publisher.waitForExit(timeout: .seconds(60)))
-        deadline = clock.now + .seconds(10)
-        while !log().contains("not keeping up"), clock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(log().contains("standard output is not keeping up"), "\(log())")
+        #expect(await eventually { log().contains("standard output is not keeping up") }, "\(log())")
         // Still ingesting while stdout is stuck: a last reading reaches the saved state.
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":4242}"#)
-        deadline = clock.now + .seconds(15)
         func savedGrid() -> JSONValue? {
             (try? Data(contentsOf: URL(fileURLWithPath: state))).flatMap { try? JSONValue(parsing: Array($0)) }?["readings"]?["grid"]?["value"]
         }
-        while savedGrid() != 4242, clock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(savedGrid() == 4242, "\(log())")
+        #expect(await eventually { savedGrid() == 4242 }, "\(log())")
         process.send(SIGTERM)
         #expect(await process.waitForExit(timeout: .seconds(2)), "\(log())")
         #expect(process.exitCode == 0)
@@ -598,7 +590,7 @@ final class NotifySocket {
     }
 
     /// The next datagram (in order) that matches, polling without blocking a thread; nil on timeout.
-    func next(timeout: Duration = .seconds(10), where matches: (String) -> Bool) async -> String? {
+    func next(timeout: Duration = readinessTimeout, where matches: (String) -> Bool) async -> String? {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         var buffer = [UInt8](repeating: 0, count: 4096)

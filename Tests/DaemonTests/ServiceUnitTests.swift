@@ -117,22 +117,14 @@ struct ServiceUnitTests {
         defer { tracer.send(SIGKILL) }
         let daemonPID = try #require(await Self.child(of: tracer.pid, running: Repository.binary), "strace did not start flowbridge: \(context.output())")
         defer { kill(daemonPID, SIGKILL) }  // a tracee outlives a killed strace
-        func waitFor(_ needle: String) async -> Bool {
-            let clock = ContinuousClock()
-            let deadline = clock.now + .seconds(20)
-            while !context.output().contains(needle), clock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
-            return context.output().contains(needle)
-        }
+        func waitFor(_ needle: String) async -> Bool { await eventually { context.output().contains(needle) } }
         #expect(await waitFor("connected to"), "\(context.output())")
         try await broker.publish(topic: "solar/ac/power", payload: "1200")
         try await broker.publish(topic: "grid/power", payload: "-300")
         #expect(await waitFor(#""rate":900"#), "\(context.output())")
         try await session.exercise(context)
         let statePath = stateDirectory.appendingPathComponent("state.json").path
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(10)
-        while !FileManager.default.fileExists(atPath: statePath), clock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(FileManager.default.fileExists(atPath: statePath), "no state saved: \(context.output())")
+        #expect(await eventually { FileManager.default.fileExists(atPath: statePath) }, "no state saved: \(context.output())")
         _ = try folder.write("config.yaml", config.replacingOccurrences(of: "grid/power", with: "grid/power2"))
         kill(daemonPID, SIGHUP)
         #expect(await waitFor("loaded"), "\(context.output())")
@@ -215,7 +207,7 @@ struct ServiceUnitTests {
     /// strace may fork a short-lived helper first, so the first child is not necessarily the tracee.
     static func child(of pid: pid_t, running executable: String) async -> pid_t? {
         let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(10)
+        let deadline = clock.now + readinessTimeout
         while clock.now < deadline {
             let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
             for child in children.split(separator: " ").compactMap({ pid_t($0) }) {

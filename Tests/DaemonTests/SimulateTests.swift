@@ -121,10 +121,8 @@ import Testing
             Repository.binary, ["simulate", "--broker", "127.0.0.1:\(broker.port)", "--speed", "720", "--date", "\(Self.date)", "--seed", "5"],
             outputFile: output, errorFile: folder.url.appendingPathComponent("err.log").path)
         // One line on standard output once it is connected and publishing: what a script waits for.
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(10)
         func printed() -> String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
-        while !printed().contains("\n"), clock.now < deadline, process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+        _ = await eventually { printed().contains("\n") || !process.isRunning }
         let ready = printed()
         #expect(ready.hasPrefix("simulating \(Self.date) from ") && ready.contains("publishing to 127.0.0.1:\(broker.port)"), "\(ready)")
         #expect(ready.split(separator: "\n").count == 1)

@@ -252,9 +252,7 @@ import Testing
         if trust == .itsCA || trust == .insecure {
             #expect(await service.waitUntil { $0.document == Self.content(push) } != nil, "\(log.text)")
         } else {
-            let clock = ContinuousClock()
-            let deadline = clock.now + .seconds(10)
-            while !log.text.contains("certificate"), clock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            _ = await eventually { log.text.contains("certificate") }
             #expect(log.all.contains { $0.level == .warning && $0.message.contains("certificate") }, "\(log.text)")
             #expect(!log.text.contains("whether it arrived is unknown"), "\(log.text)")  // refused before anything was sent
             #expect(try service.snapshot().requests.isEmpty)

@@ -1,4 +1,5 @@
 import Mosquitto
+import TestSupport
 import Synchronization
 
 /// Collects a client's events on a background task, so a test can wait for one with a timeout
@@ -20,7 +21,7 @@ final class EventLog: Sendable {
 
     /// The next event in order that matches `predicate`; the ones skipped on the way are consumed.
     /// `nil` when none arrives within `timeout`.
-    func next(timeout: Duration = .seconds(5), where predicate: (MQTTEvent) -> Bool = { _ in true }) async -> MQTTEvent? {
+    func next(timeout: Duration = readinessTimeout, where predicate: (MQTTEvent) -> Bool = { _ in true }) async -> MQTTEvent? {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while true {
@@ -38,18 +39,18 @@ final class EventLog: Sendable {
         }
     }
 
-    func nextMessage(timeout: Duration = .seconds(5)) async -> MQTTMessage? {
+    func nextMessage(timeout: Duration = readinessTimeout) async -> MQTTMessage? {
         guard case .message(let message)? = await next(timeout: timeout, where: { if case .message = $0 { true } else { false } })
         else { return nil }
         return message
     }
 
-    func nextConnected(timeout: Duration = .seconds(5)) async -> Bool {
+    func nextConnected(timeout: Duration = readinessTimeout) async -> Bool {
         await next(timeout: timeout, where: { $0 == .connected }) != nil
     }
 
     /// The reason of the next `.disconnected`, or `nil` on timeout.
-    func nextDisconnect(timeout: Duration = .seconds(5)) async -> String? {
+    func nextDisconnect(timeout: Duration = readinessTimeout) async -> String? {
         guard case .disconnected(let reason)? = await next(timeout: timeout, where: {
             if case .disconnected = $0 { true } else { false }
         }) else { return nil }

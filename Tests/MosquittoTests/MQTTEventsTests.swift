@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Mosquitto
+import TestSupport
 
 /// The buffer between the network thread and the consumer, on its own: no broker.
 /// Producers run on dedicated threads (as the client's network thread does), never on the
@@ -35,7 +36,7 @@ struct MQTTEventsTests {
         func finished() async -> Bool { await waitFor(total) }
 
         /// Waits (bounded) until `count` pushes have returned.
-        func waitFor(_ expected: Int, timeout: Duration = .seconds(5)) async -> Bool {
+        func waitFor(_ expected: Int, timeout: Duration = readinessTimeout) async -> Bool {
             let clock = ContinuousClock()
             let deadline = clock.now + timeout
             while count < expected && clock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }

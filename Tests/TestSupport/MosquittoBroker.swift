@@ -140,13 +140,13 @@ public final class MosquittoBroker: @unchecked Sendable {
         let startsBefore = runningLines()  // the log is appended to by every start on this port
         let process = try ChildProcess(executablePath!, ["-c", configFile], outputFile: logFile)
         let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(5)
+        let deadline = clock.now + readinessTimeout
         while clock.now < deadline {
             if runningLines() > startsBefore, process.isRunning, acceptsConnections(port: port) { return process }
             if !process.isRunning { throw BrokerError("mosquitto exited during start-up. Log:\n\(log())") }
             try await Task.sleep(for: .milliseconds(10))
         }
-        throw BrokerError("mosquitto did not accept connections on port \(port) within 5 s. Log:\n\(log())")
+        throw BrokerError("mosquitto did not accept connections on port \(port) within \(readinessTimeout). Log:\n\(log())")
     }
 
     /// SIGTERM: the broker shuts down orderly. Waits (bounded) for it to exit.
@@ -184,9 +184,8 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// Waits until the log contains `text` at least `count` times. Useful to know that a client's
     /// SUBSCRIBE has been processed (mosquitto logs "Sending SUBACK to <client id>").
     @discardableResult
-    /// A readiness wait: generous, since a machine busy with the parallel suite can take seconds to
-    /// start a client; it returns as soon as the line is there.
-    public func waitForLog(_ text: String, count: Int = 1, timeout: Duration = .seconds(15)) async -> Bool {
+    /// A readiness wait (see `readinessTimeout`): it returns as soon as the line is there.
+    public func waitForLog(_ text: String, count: Int = 1, timeout: Duration = readinessTimeout) async -> Bool {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while clock.now < deadline {
@@ -254,7 +253,7 @@ public final class MosquittoBroker: @unchecked Sendable {
 
         /// Waits for the subscriber to finish (it stops itself at `count` messages or its `-W`
         /// timeout; killed 2 s after that at the latest) and returns what it received.
-        public func messages(timeout: Duration = .seconds(10)) async -> [ReceivedMessage] {
+        public func messages(timeout: Duration = readinessTimeout) async -> [ReceivedMessage] {
             if !(await process.waitForExit(timeout: timeout)) { process.send(SIGKILL) }
             let output = (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? ""
             return output.split(separator: "\n").compactMap(MosquittoBroker.parse)

@@ -80,7 +80,7 @@ public final class WidgetStandIn: @unchecked Sendable {
             let tlsArguments = tlsFiles.map { ["--tls", $0.serverCertFile, $0.serverKeyFile] } ?? []
             process = try ChildProcess(Self.executablePath, ["--token", token, "--path", path] + tlsArguments + arguments, outputFile: output)
             let clock = ContinuousClock()
-            let deadline = clock.now + .seconds(5)
+            let deadline = clock.now + readinessTimeout
             func announced(_ prefix: String, in text: String) -> Int? {
                 text.split(separator: "\n").lazy.compactMap { $0.hasPrefix(prefix) ? Int($0.dropFirst(prefix.count)) : nil }.first
             }
@@ -118,7 +118,7 @@ public final class WidgetStandIn: @unchecked Sendable {
     public func outage(seconds: Double) async throws {
         try control(["outage": .number(seconds)])
         let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(2)
+        let deadline = clock.now + readinessTimeout
         while MosquittoBroker.acceptsConnections(port: port) {
             guard clock.now < deadline else { throw BrokerError("the stand-in still answers after its outage began") }
             try await Task.sleep(for: .milliseconds(2))
@@ -148,7 +148,7 @@ public final class WidgetStandIn: @unchecked Sendable {
     /// Polls until `condition` holds (or `timeout` passes) and returns the last snapshot; while the
     /// stand-in is in an outage it counts as not yet.
     @discardableResult
-    public func waitUntil(timeout: Duration = .seconds(10), _ condition: (Snapshot) -> Bool) async -> Snapshot? {
+    public func waitUntil(timeout: Duration = readinessTimeout, _ condition: (Snapshot) -> Bool) async -> Snapshot? {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         var last: Snapshot?
