@@ -17,7 +17,10 @@ BENCH_IDLE_SECONDS ?= 60
 # Where `make screenshot` writes its pictures and screenshots.
 SCREENSHOTS ?= .build/screenshots
 
-.PHONY: deps build test release bench screenshot clean
+# `make run DEMO_ARGS="--duration 30"`: the demo stops by itself.
+DEMO_ARGS ?=
+
+.PHONY: deps build run test release bench screenshot clean
 
 ## deps: install the Debian packages that are missing (apt-get, via sudo when not root).
 deps:
@@ -36,6 +39,12 @@ deps:
 
 build: deps
 	$(SWIFT) build
+
+## run: the demo (scripts/demo.sh): a private mosquitto on a free loopback port, the simulated home
+## at 720x and `flowbridge run --dry-run --summary` on a copy of Config/demo.yaml, every push printed
+## as it goes out. Ctrl-C stops all of it. With DEMO_URL and DEMO_TOKEN set, it pushes to that widget.
+run: build
+	scripts/demo.sh $(DEMO_ARGS) $$($(SWIFT) build --show-bin-path)/flowbridge
 
 test: deps
 	$(SWIFT) build --build-tests
