@@ -16,6 +16,8 @@ BENCH_ROUNDS ?= 3
 BENCH_IDLE_SECONDS ?= 60
 # Where `make screenshot` writes its pictures and screenshots.
 SCREENSHOTS ?= .build/screenshots
+# The debug build, as the recipes find it.
+FLOWBRIDGE = $$($(SWIFT) build --show-bin-path)/flowbridge
 
 # `make run DEMO_ARGS="--duration 30"`: the demo stops by itself.
 DEMO_ARGS ?=
@@ -44,7 +46,7 @@ build: deps
 ## at 720x and `flowbridge run --dry-run --summary` on a copy of Config/demo.yaml, every push printed
 ## as it goes out. Ctrl-C stops all of it. With DEMO_URL and DEMO_TOKEN set, it pushes to that widget.
 run: build
-	scripts/demo.sh $(DEMO_ARGS) $$($(SWIFT) build --show-bin-path)/flowbridge
+	scripts/demo.sh $(DEMO_ARGS) $(FLOWBRIDGE)
 
 test: deps
 	$(SWIFT) build --build-tests
@@ -59,15 +61,19 @@ bench: release
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(BENCH_PACKAGES)"
 	bench/run.sh .build/release/flowbridge $(BENCH_MESSAGES) $(BENCH_ROUNDS) $(BENCH_IDLE_SECONDS)
 
-## screenshot: the bundled day (Tests/Fixtures/home-day.*) through `replay --svg` and `render`, each
-## picture screenshotted by headless Chromium and checked not to be blank (scripts/screenshot.sh).
+## screenshot: the bundled day (Tests/Fixtures/home-day.*) through `replay --svg` and `render`, and
+## the demo's widget over a simulated day (`simulate --trace`, then `replay --svg` on Config/demo.yaml),
+## each picture screenshotted by headless Chromium and checked not to be blank (scripts/screenshot.sh).
+## (DemoPictureTests checks that the demo's pictures name every node of Config/demo.yaml.)
 screenshot: build
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(SCREENSHOT_PACKAGES)"
 	rm -rf $(SCREENSHOTS) && mkdir -p $(SCREENSHOTS)
-	$$($(SWIFT) build --show-bin-path)/flowbridge replay --config Tests/Fixtures/home-day.yaml \
+	$(FLOWBRIDGE) replay --config Tests/Fixtures/home-day.yaml \
 	  --state $(SCREENSHOTS)/state.json --svg $(SCREENSHOTS)/replay Tests/Fixtures/home-day.ndjson >/dev/null
-	$$($(SWIFT) build --show-bin-path)/flowbridge render --config Tests/Fixtures/home-day.yaml \
+	$(FLOWBRIDGE) render --config Tests/Fixtures/home-day.yaml \
 	  --state $(SCREENSHOTS)/state.json --out $(SCREENSHOTS)/render
+	$(FLOWBRIDGE) simulate --trace $(SCREENSHOTS)/demo-day.ndjson --date 2026-06-21 --speed 60
+	$(FLOWBRIDGE) replay --config Config/demo.yaml --svg $(SCREENSHOTS)/demo $(SCREENSHOTS)/demo-day.ndjson >/dev/null
 	scripts/screenshot.sh $(SCREENSHOTS)
 
 clean:

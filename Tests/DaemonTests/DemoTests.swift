@@ -173,3 +173,30 @@ struct DemoTests {
         #expect(demo.children.isEmpty && demo.leftInTemp.isEmpty)
     }
 }
+
+/// The demo's widget drawn from a simulated day, as `make screenshot` draws it: the picture and
+/// the day chart name every node of `Config/demo.yaml`.
+@Suite struct DemoPictureTests {
+    @Test func theDemoDayDrawsEveryNodeOfTheDemoConfig() async throws {
+        let folder = TemporaryFolder()
+        let trace = folder.url.appendingPathComponent("demo-day.ndjson").path
+        let pictures = folder.url.appendingPathComponent("demo").path
+        let simulated = try await SimulateTests.run(["simulate", "--trace", trace, "--date", "2026-06-21", "--speed", "60"], in: folder)
+        #expect(simulated.status == 0, "\(simulated.err)")
+        let replayed = try await SimulateTests.run(["replay", "--config", SimulateTests.demoConfig, "--svg", pictures, trace], in: folder)
+        #expect(replayed.status == 0, "\(replayed.err)")
+
+        let config = try DaemonConfig.parse(try String(contentsOfFile: SimulateTests.demoConfig, encoding: .utf8), file: "demo.yaml")
+        #expect(!config.flow.widgets.isEmpty)
+        for widget in config.flow.widgets {
+            let picture = try String(contentsOfFile: "\(pictures)/\(widget.name).svg", encoding: .utf8)
+            let chart = try String(contentsOfFile: "\(pictures)/\(widget.name)-day-2026-06-21.svg", encoding: .utf8)
+            #expect(widget.nodes.count == 4)
+            for (place, node) in widget.nodes {
+                let name = try #require(node.name, "the demo names every node (\(place))")
+                #expect(picture.contains(">\(name)</tspan>"), "\(widget.name).svg lacks \(name)")
+                #expect(chart.contains("data-name=\"\(name)\""), "the day chart lacks \(name)")
+            }
+        }
+    }
+}
