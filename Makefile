@@ -2,9 +2,10 @@
 # so a machine that has only Swift can run `make test`.
 
 SWIFT ?= swift
-# Debian packages the build, the tests and the benchmark need.
+# Debian packages the build, the tests and the benchmark need (jq and curl: the Home Assistant
+# add-on's run script, which the tests run).
 DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev libssl-dev \
-                mosquitto mosquitto-clients openssl tzdata systemd strace
+                mosquitto mosquitto-clients openssl tzdata systemd strace jq curl
 # And what the ingest benchmark needs besides: a C compiler for its publisher, Python for the paho
 # bridge (paho-mqtt itself goes into a throwaway virtual environment), mqtt2prometheus.
 BENCH_PACKAGES := gcc curl python3 python3-venv prometheus-mqtt-exporter
@@ -22,7 +23,7 @@ FLOWBRIDGE = $$($(SWIFT) build --show-bin-path)/flowbridge
 # `make run DEMO_ARGS="--duration 30"`: the demo stops by itself.
 DEMO_ARGS ?=
 
-.PHONY: deps build run test release bench screenshot clean
+.PHONY: deps build run test release image-check bench screenshot clean
 
 ## deps: install the Debian packages that are missing (apt-get, via sudo when not root).
 deps:
@@ -54,6 +55,11 @@ test: deps
 
 release: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product flowbridge
+
+## image-check: the runtime packages of the container image (deploy/Dockerfile) against what the
+## release build loads (ldd, and libcurl's dlopen), by scripts/runtime-packages.sh.
+image-check: release
+	scripts/runtime-packages.sh .build/release/flowbridge deploy/Dockerfile
 
 ## bench: the ingest benchmark (bench/run.sh): flowbridge beside the C floor, mqtt2prometheus and
 ## a paho-mqtt bridge, interleaved rounds, medians and ratios, and the CPU of a minute of silence.
