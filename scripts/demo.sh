@@ -135,7 +135,7 @@ if [ -n "${DEMO_URL:-}" ] && ! grep -q "^  push to " "$work/check.txt"; then
   exit 78
 fi
 
-"${detached[@]}" "$bin" simulate --broker "127.0.0.1:$port" --speed "$speed" > "$work/simulate.out" &
+"${detached[@]}" "$bin" simulate --broker "127.0.0.1:$port" --speed "$speed" --log-level warning > "$work/simulate.out" &
 simulate_pid=$!
 for _ in $(seq 100); do
   grep -q "^simulating" "$work/simulate.out" && break

@@ -9,7 +9,9 @@ import Testing
 /// `make run`'s script (`scripts/demo.sh`) as a newcomer runs it: a private mosquitto, the
 /// simulated home at 720x and the daemon printing every push with a line in words; stopped by
 /// `--duration`, by Ctrl-C, and pushing to a real widget service when DEMO_URL and DEMO_TOKEN say so.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+/// One demo at a time: each is a broker, a simulator and a daemon for half a minute, and the
+/// machine is shared with the rest of the suite.
+@Suite(.serialized, .enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
 struct DemoTests {
     static let script = Repository.root.appendingPathComponent("scripts/demo.sh").path
 
