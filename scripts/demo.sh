@@ -87,7 +87,7 @@ detached=()
 if command -v setsid >/dev/null 2>&1; then detached=(setsid); fi
 
 # The broker, on a free port: a port someone else took meanwhile makes mosquitto exit; then another.
-for attempt in 1 2 3 4 5 6 7 8; do
+for _ in 1 2 3 4 5 6 7 8; do
   port=$((20000 + RANDOM % 40000))
   printf '%s\n' "listener $port 127.0.0.1" "allow_anonymous true" "persistence false" "log_dest stderr" \
     "log_type error" "log_type warning" "log_type notice" "log_type information" "user $(id -un)" > "$work/mosquitto.conf"
