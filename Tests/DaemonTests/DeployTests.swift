@@ -5,16 +5,10 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Where a program is on this machine's PATH.
-func executable(_ name: String) -> String? {
-    (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
-        .map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-}
-
 /// The Home Assistant add-on (`deploy/homeassistant/`): its run script against the options Home
 /// Assistant writes and the Supervisor's answer about its MQTT service (a file, read through
 /// `SUPERVISOR_API=file://…`), the config it writes, and the daemon it starts.
-@Suite(.enabled(if: executable("jq") != nil && executable("curl") != nil, "jq and curl are missing (make deps installs them)"))
+@Suite(.enabled(if: MosquittoBroker.findExecutable("jq") != nil && MosquittoBroker.findExecutable("curl") != nil, "jq and curl are missing (make deps installs them)"))
 struct HomeAssistantAddonTests {
     static let folder = Repository.root.appendingPathComponent("deploy/homeassistant")
     static let runScript = folder.appendingPathComponent("run.sh").path
@@ -188,7 +182,7 @@ struct HomeAssistantAddonTests {
 /// The container image (`deploy/Dockerfile`): its runtime stage installs the packages of what the
 /// binary loads, and only those (`scripts/runtime-packages.sh`; `make image-check` runs it on the
 /// release build, here the debug build less the Swift runtime it links).
-@Suite(.enabled(if: executable("dpkg-query") != nil, "not a Debian machine: no dpkg to look packages up"))
+@Suite(.enabled(if: MosquittoBroker.findExecutable("dpkg-query") != nil, "not a Debian machine: no dpkg to look packages up"))
 struct ContainerImageTests {
     static let script = Repository.root.appendingPathComponent("scripts/runtime-packages.sh").path
     static let dockerfile = Repository.root.appendingPathComponent("deploy/Dockerfile").path
