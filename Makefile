@@ -2,9 +2,10 @@
 # so a machine that has only Swift can run `make test`.
 
 SWIFT ?= swift
-# Debian packages the build, the tests and the benchmark need.
+# Debian packages the build, the tests and the benchmark need (jq and curl: the Home Assistant
+# add-on's run script, which the tests run).
 DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev libssl-dev \
-                mosquitto mosquitto-clients openssl tzdata systemd strace
+                mosquitto mosquitto-clients openssl tzdata systemd strace jq curl
 # And what the ingest benchmark needs besides: a C compiler for its publisher, Python for the paho
 # bridge (paho-mqtt itself goes into a throwaway virtual environment), mqtt2prometheus.
 BENCH_PACKAGES := gcc curl python3 python3-venv prometheus-mqtt-exporter
@@ -20,8 +21,13 @@ BENCH_ROUNDS ?= 3
 BENCH_IDLE_SECONDS ?= 60
 # Where `make screenshot` writes its pictures and screenshots.
 SCREENSHOTS ?= .build/screenshots
+# The debug build, as the recipes find it.
+FLOWBRIDGE = $$($(SWIFT) build --show-bin-path)/flowbridge
 
-.PHONY: deps build test release bench screenshot ha-check clean
+# `make run DEMO_ARGS="--duration 30"`: the demo stops by itself.
+DEMO_ARGS ?=
+
+.PHONY: deps build run test release image-check bench screenshot ha-check clean
 
 ## deps: install the Debian packages that are missing (apt-get, via sudo when not root).
 deps:
@@ -41,6 +47,12 @@ deps:
 build: deps
 	$(SWIFT) build
 
+## run: the demo (scripts/demo.sh): a private mosquitto on a free loopback port, the simulated home
+## at 720x and `flowbridge run --dry-run --summary` on a copy of Config/demo.yaml, every push printed
+## as it goes out. Ctrl-C stops all of it. With DEMO_URL and DEMO_TOKEN set, it pushes to that widget.
+run: build
+	scripts/demo.sh $(DEMO_ARGS) $(FLOWBRIDGE)
+
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
@@ -48,21 +60,30 @@ test: deps
 release: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product flowbridge
 
+## image-check: the runtime packages of the container image (deploy/Dockerfile) against what the
+## release build loads (ldd, and libcurl's dlopen), by scripts/runtime-packages.sh.
+image-check: release
+	scripts/runtime-packages.sh .build/release/flowbridge deploy/Dockerfile
+
 ## bench: the ingest benchmark (bench/run.sh): flowbridge beside the C floor, mqtt2prometheus and
 ## a paho-mqtt bridge, interleaved rounds, medians and ratios, and the CPU of a minute of silence.
 bench: release
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(BENCH_PACKAGES)"
 	bench/run.sh .build/release/flowbridge $(BENCH_MESSAGES) $(BENCH_ROUNDS) $(BENCH_IDLE_SECONDS)
 
-## screenshot: the bundled day (Tests/Fixtures/home-day.*) through `replay --svg` and `render`, each
-## picture screenshotted by headless Chromium and checked not to be blank (scripts/screenshot.sh).
+## screenshot: the bundled day (Tests/Fixtures/home-day.*) through `replay --svg` and `render`, and
+## the demo's widget over a simulated day (`simulate --trace`, then `replay --svg` on Config/demo.yaml),
+## each picture screenshotted by headless Chromium and checked not to be blank (scripts/screenshot.sh).
+## (DemoPictureTests checks that the demo's pictures name every node of Config/demo.yaml.)
 screenshot: build
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(SCREENSHOT_PACKAGES)"
 	rm -rf $(SCREENSHOTS) && mkdir -p $(SCREENSHOTS)
-	$$($(SWIFT) build --show-bin-path)/flowbridge replay --config Tests/Fixtures/home-day.yaml \
+	$(FLOWBRIDGE) replay --config Tests/Fixtures/home-day.yaml \
 	  --state $(SCREENSHOTS)/state.json --svg $(SCREENSHOTS)/replay Tests/Fixtures/home-day.ndjson >/dev/null
-	$$($(SWIFT) build --show-bin-path)/flowbridge render --config Tests/Fixtures/home-day.yaml \
+	$(FLOWBRIDGE) render --config Tests/Fixtures/home-day.yaml \
 	  --state $(SCREENSHOTS)/state.json --out $(SCREENSHOTS)/render
+	$(FLOWBRIDGE) simulate --trace $(SCREENSHOTS)/demo-day.ndjson --date 2026-06-21 --speed 60
+	$(FLOWBRIDGE) replay --config Config/demo.yaml --svg $(SCREENSHOTS)/demo $(SCREENSHOTS)/demo-day.ndjson >/dev/null
 	scripts/screenshot.sh $(SCREENSHOTS)
 
 ## ha-check: a real Home Assistant core (2024.3.3, the pinned tools/ha-check/requirements.txt)

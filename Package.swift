@@ -32,7 +32,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Tests/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .executableTarget(name: "WidgetStandIn", dependencies: ["FlowCore", "COpenSSL"], path: "Tests/WidgetStandIn"),
         .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Discovery", "FlowCore", "Simulator", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Discovery", "FlowCore", "Rendering", "Simulator", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "TestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "FlowCore"]),

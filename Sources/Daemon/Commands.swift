@@ -14,7 +14,7 @@ public enum Commands {
     public static let version = "0.1.0"
 
     static let usage = """
-        usage: flowbridge run    [--config FILE] [--dry-run] [--state FILE] [--log-level debug|info|warning|error]
+        usage: flowbridge run    [--config FILE] [--dry-run] [--summary] [--state FILE] [--log-level debug|info|warning|error]
                flowbridge check  [--config FILE] [--state FILE] [--listen DURATION]
                flowbridge discover --broker HOST[:PORT] [--username NAME --password-env VAR] [--listen DURATION] [--out FILE]
                flowbridge replay [--config FILE] [--final] [--state FILE] [--svg DIR] TRACE   (TRACE - for standard input)
@@ -24,6 +24,8 @@ public enum Commands {
           --config FILE  the config (default: /etc/flowbridge/config.yaml)
           --dry-run      read the config and the state, connect and compute, print what would be sent;
                          deliver nothing, publish nothing, write no state (safe beside the service)
+          --summary      run: under each push's NDJSON line on standard output, the widget in one line
+                         (12:41:07 power: Solar 3.2 kW → Home 1.0 kW, Battery +800 W 76%, …)
           --state FILE   the state file to use instead of state_file or the default place
                          ($STATE_DIRECTORY, /var/lib/flowbridge, or ~/.local/state/flowbridge)
           --svg DIR      replay: also draw each widget and its day chart into DIR
@@ -40,6 +42,7 @@ public enum Commands {
         var config = "/etc/flowbridge/config.yaml"
         var final = false
         var dryRun = false
+        var summary = false
         var state: String?
         var out: String?
         var svg: String?
@@ -70,6 +73,7 @@ public enum Commands {
             case "--config", "-c": arguments.config = try value(word)
             case "--final": arguments.final = true
             case "--dry-run": arguments.dryRun = true
+            case "--summary": arguments.summary = true
             case "--state": arguments.state = try value(word)
             case "--out", "-o": arguments.out = try value(word)
             case "--svg": arguments.svg = try value(word)
@@ -109,7 +113,7 @@ public enum Commands {
         case "run":
             guard arguments.positional.isEmpty else { return usageFailure("run takes no other arguments") }
             return await RunCommand(
-                configPath: arguments.config, dryRun: arguments.dryRun, stateOverride: arguments.state,
+                configPath: arguments.config, dryRun: arguments.dryRun, summary: arguments.summary, stateOverride: arguments.state,
                 log: Logger(threshold: arguments.logLevel)
             ).run()
         case "check":

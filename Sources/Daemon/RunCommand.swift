@@ -15,6 +15,8 @@ struct RunCommand {
     /// Read the config and the state, connect and compute, print the pushes; deliver nothing,
     /// publish nothing, write no state: safe beside the running service.
     let dryRun: Bool
+    /// `--summary`: standard output says each push in words too, under its NDJSON line.
+    var summary = false
     /// `--state FILE`: the state file instead of `state_file` or the default place.
     let stateOverride: String?
     let log: Logger
@@ -54,7 +56,7 @@ struct RunCommand {
         }
         let sinks: [any Sink]
         do {
-            sinks = try SinkSelection.make(config: config, dryRun: dryRun, zone: zone, client: client, log: log)
+            sinks = try SinkSelection.make(config: config, dryRun: dryRun, summary: summary, zone: zone, client: client, log: log)
         } catch {
             log.log(.error, "cannot start delivering: \(error)")
             return Commands.configError

@@ -1,17 +1,23 @@
 import Delivery
 import FlowCore
 import Mosquitto
+import Rendering
 
 /// The sinks `run` hands its pushes to, as the config says: each widget's `push:` (the widget
 /// HTTP API) and `output:` (standard output, MQTT). `--dry-run` prints to standard output and
 /// delivers and publishes nothing. Each sink has its own thread and queue, so one that fails never
-/// stops another.
+/// stops another. `summary` (`run --summary`) has standard output say each push in words too
+/// (`PushSummary`).
 enum SinkSelection {
     /// Makes the sinks and says in the log where pushes go (the tokens were read with the config).
     /// The MQTT sink publishes through `client`, the daemon's one broker connection. Throws when
     /// libcurl does not start.
-    static func make(config: DaemonConfig, dryRun: Bool, zone: any LocalTimeZone, client: MQTTClient, log: Logger) throws -> [any Sink] {
-        func stdout() -> StdoutSink { StdoutSink(zone: zone, log: { [log] in log.log($0) }) }
+    static func make(
+        config: DaemonConfig, dryRun: Bool, summary: Bool = false, zone: any LocalTimeZone, client: MQTTClient, log: Logger
+    ) throws -> [any Sink] {
+        let describe: (@Sendable (OutgoingPush) -> String)? =
+            summary ? { @Sendable (push: OutgoingPush) in PushSummary.line(widget: push.widget, document: push.document, at: push.at, zone: zone) } : nil
+        func stdout() -> StdoutSink { StdoutSink(zone: zone, summary: describe, log: { [log] in log.log($0) }) }
         if dryRun {
             let skipped = config.pushes.map { "push:\($0.widget)" } + (config.output.mqtt == nil ? [] : ["output.mqtt"])
             log.log(.info, "dry run: pushes go to standard output" + (skipped.isEmpty ? "" : "; \(skipped.joined(separator: ", ")) gets nothing"))
@@ -20,6 +26,9 @@ enum SinkSelection {
         var sinks: [any Sink] = config.output.stdout ? [stdout()] : []
         if let settings = config.output.mqtt {
             sinks.append(MQTTSink(settings: settings, flow: config.flow, software: Commands.version, connection: client, log: { [log] in log.log($0) }))
+        }
+        if summary, !config.output.stdout {
+            log.log(.warning, "--summary: pushes go to no standard output to say them on (--dry-run, or output: {stdout: true})")
         }
         for push in config.pushes {
             sinks.append(try WidgetAPISink(widget: push.widget, settings: push.api, token: push.token?.value, log: { [log] in log.log($0) }))

@@ -16,8 +16,12 @@ public final class StdoutSink: Sink {
     ///   - fd: where the lines go (1).
     ///   - zone: the local time of each line's `t`.
     ///   - capacity: pushes that may wait for a slow reader before they coalesce.
+    ///   - summary: a line a person reads, written under each push's line (`run --summary`).
     ///   - log: where the sink reports that it fell behind or lost its reader.
-    public init(fd: Int32 = 1, zone: any LocalTimeZone, capacity: Int = 1024, log: @escaping @Sendable (Diagnostic) -> Void) {
+    public init(
+        fd: Int32 = 1, zone: any LocalTimeZone, capacity: Int = 1024, summary: (@Sendable (OutgoingPush) -> String)? = nil,
+        log: @escaping @Sendable (Diagnostic) -> Void
+    ) {
         let failed = OnceFlag()
         outbox = Outbox(
             label: "stdout", capacity: capacity,
@@ -27,6 +31,10 @@ public final class StdoutSink: Sink {
                 for push in pushes {
                     PushLine.write(widget: push.widget, at: push.at, patch: push.patch, zone: zone, to: &bytes)
                     bytes.append(0x0A)
+                    if let summary {
+                        bytes.append(contentsOf: summary(push).utf8)
+                        bytes.append(0x0A)
+                    }
                 }
                 if let error = FileDescriptor.writeAll(bytes, to: fd), failed.setFirstTime() {
                     log(Diagnostic(.error, "standard output does not take the pushes any more (\(error)); they are dropped until a restart"))

@@ -30,11 +30,12 @@ public struct PatchPolicy: Sendable {
 
     public init(config: PatchPolicyConfig) { self.config = config }
 
-    /// When the policy next wants an offer: a burst settled, or a held-back change due.
-    public var deadline: Date? {
-        guard let settlesAt else { return trailingAt }
-        return trailingAt.map { min($0, settlesAt) } ?? settlesAt
-    }
+    /// When the policy next wants an offer: a burst settled, or a held-back change due. While a
+    /// burst settles, the held-back change waits for it: offered before the burst's end it would
+    /// only be held again, and a deadline already past is one the engine no longer ticks at, so
+    /// meters that report every second (each burst opening the next window) would hide the end of
+    /// every window and nothing would go out after the first interval.
+    public var deadline: Date? { settlesAt ?? trailingAt }
 
     /// A reading reached the widget at `now`. Returns true when it is to be offered at once (no
     /// `settle`); otherwise the widget waits for the rest of the moment, until `settlesAt`.

@@ -165,7 +165,7 @@ struct DiscoverBrokerTests {
         let broker = try await MosquittoBroker(users: ["flow": "s3cret"])
         let folder = TemporaryFolder()
         let out = folder.url.appendingPathComponent("found.yaml").path
-        let arguments = ["discover", "--broker", "127.0.0.1:\(broker.port)", "--username", "flow", "--password-env", "FLOWBRIDGE_TEST_PASSWORD", "--listen", "3s", "--out", out]
+        let arguments = ["discover", "--broker", "127.0.0.1:\(broker.port)", "--username", "flow", "--password-env", "FLOWBRIDGE_TEST_PASSWORD", "--listen", "12s", "--out", out]
         let process = try ChildProcess(Repository.binary, arguments, outputFile: folder.url.appendingPathComponent("log").path, environment: ["FLOWBRIDGE_TEST_PASSWORD": "s3cret"])
         #expect(await broker.waitForLog("Sending SUBACK to flowbridge-discover-"), "\(broker.log)")
         try await Self.publish(broker, [("evcc/site/battery/power", "-1200"), ("evcc/site/battery/soc", "57")])
@@ -190,7 +190,7 @@ struct DiscoverBrokerTests {
     @Test func aPlugAloneWritesNothingAndSaysWhy() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let (process, out, log) = try Self.discover(broker, seconds: 3, folder: folder)
+        let (process, out, log) = try Self.discover(broker, seconds: 12, folder: folder)
         #expect(await broker.waitForLog("Sending SUBACK to flowbridge-discover-"), "\(broker.log)")
         try await Self.publish(broker, [
             ("zigbee2mqtt/plug_zigbee23", try Repository.payload("zigbee2mqtt/plug_zigbee23")), ("zigbee2mqtt/plug_zigbee23/availability", #"{"state":"online"}"#),

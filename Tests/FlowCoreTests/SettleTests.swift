@@ -65,6 +65,20 @@ import Testing
         #expect(meter.lastPatch == ["flow": ["exchange": ["rate": 1200]]])
     }
 
+    /// A meter that reports every second, its reading changing each time: every burst opens the
+    /// next window the moment the last one ends, and a change held back by the interval goes out
+    /// at the end of the first window after it, interval after interval, not once and never again.
+    @Test func aMeterReportingEverySecondIsPushedEveryInterval() {
+        let config = FlowConfig(
+            sources: [source("grid", "g")], widgets: [FlowWidgetConfig(name: "w", exchange: node("grid"), policy: Self.policy(interval: 5))])
+        var meter = EngineHarness(config)
+        for second in 0..<60 { meter.send("g", "\(1000 + 10 * second)", at: Double(second) + 0.84) }
+        meter.run(until: 60)
+        let times = meter.pushes.map(\.at.timeIntervalSince1970)
+        #expect(times.count >= 9, "\(times)")
+        #expect(zip(times, times.dropFirst()).allSatisfy { $1 - $0 >= 5 && $1 - $0 < 8 }, "\(times)")
+    }
+
     @Test func midnightGoesOutAtOnceEvenWhileABurstSettles() {
         let config = FlowConfig(
             sources: [source("load", "p")],

@@ -387,7 +387,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         return path
     }
 
-    static func findExecutable(_ name: String, extra: [String] = []) -> String? {
+    public static func findExecutable(_ name: String, extra: [String] = []) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         let directories = path.split(separator: ":").map(String.init) + extra + ["/usr/sbin", "/usr/bin"]
         return directories.map { $0 + "/" + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
