@@ -118,6 +118,7 @@ struct HomeAssistantAddonTests {
         #expect(flow["inputs"]?.arrayValue?.first?["total"] == ["counter": "solar_total"])
         #expect(flow["exchange"]?["total"] == ["counter": "grid_import"])
         #expect(flow["output"]?["rate"] == "balance" && flow["storage"]?["level"] == "battery_level")
+        #expect(config["output"]?["mqtt"]?["home_assistant"] == true, "the sensors appear in Home Assistant by default")
 
         let check = try runFlowbridge(["check", "--config", "\(data.path)/flowbridge.json"])
         #expect(check.status == 0, "\(check.out)\(check.err)")

@@ -88,6 +88,7 @@ jq \
     } | present),
     timezone: .timezone,
     state_file: $state,
+    output: (if .sensors == true then {mqtt: {home_assistant: true}} else null end),
     sources: ((.sources // []) | map({key: .name, value: (del(.name) | present)}) | from_entries),
     widgets: {
       power: ({
