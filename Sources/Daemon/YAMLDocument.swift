@@ -381,7 +381,11 @@ private struct TreeBuilder: ~Copyable {
             if let context = Self.string(p.context) {
                 message += " (\(context) that started at \(Self.mark(p.context_mark)))"
             }
-            return YAMLError(message: message, mark: Self.mark(p.problem_mark))
+            // At the end of a text whose last line has no line break, libyaml puts its mark on
+            // the line after it, which the file does not have: the end of the text it is.
+            let end = markOfByte(at: bytes.count)
+            let mark = Self.mark(p.problem_mark)
+            return YAMLError(message: message, mark: mark.line > end.line ? end : mark)
         }
     }
 

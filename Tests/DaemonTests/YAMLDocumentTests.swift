@@ -394,6 +394,13 @@ struct ShapeCase: Sendable, CustomTestStringConvertible {
         ErrorCase(
             "truncated UTF-8 sequence", bytes: Array("a: ".utf8) + [0xE2, 0x82], line: 1, column: 4,
             "incomplete UTF-8 octet sequence"),
+        // libyaml marks the end of a text without a final line break on the line after it.
+        ErrorCase(
+            "key cut off at the end, no final line break", "sources: {}\nsourc", line: 2, column: 6,
+            "could not find expected ':'"),
+        ErrorCase(
+            "key cut off at the end of the last line", "sources: {}\nsourc\n", line: 3, column: 1,
+            "could not find expected ':'"),
         ErrorCase(
             "too deep flow nesting", String(repeating: "[", count: 201) + String(repeating: "]", count: 201),
             line: 1, column: 201, "lists and mappings are nested more than 200 levels deep"),
