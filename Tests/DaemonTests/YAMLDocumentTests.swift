@@ -193,6 +193,14 @@ struct ShapeCase: Sendable, CustomTestStringConvertible {
         #expect(parseError("ä: ö: 1")?.mark == YAMLMark(line: 1, column: 5))
     }
 
+    /// libyaml places what it finds at the end of a text without a final line break on the line
+    /// after it; flowbridge places it where the text ends.
+    @Test func aNodeAtTheEndOfTheTextIsOnItsLastLine() throws {
+        #expect(try YAMLDocument.parse("--- ").mark == YAMLMark(line: 1, column: 5))
+        #expect(try YAMLDocument.parse("---\n").mark == YAMLMark(line: 2, column: 1))
+        #expect(try YAMLDocument.parse("a:").pairs?.first?.value.mark == YAMLMark(line: 1, column: 3))
+    }
+
     @Test func aliasCopyIsPlacedAtTheAlias() throws {
         let root = try YAMLDocument.parse("a: &x {k: 1}\nb: *x\n")
         let copy = try #require(root["b"])
