@@ -15,6 +15,8 @@ SCREENSHOT_PACKAGES := chromium python3
 # Python registry into a throwaway virtual environment, HA_VENV), and the broker it discovers on.
 HA_CHECK_PACKAGES := python3 python3-venv mosquitto
 HA_VENV ?= .build/ha-check/venv
+# And what the soak needs besides the broker: Python for its publisher and its checks.
+SOAK_PACKAGES := python3
 
 BENCH_MESSAGES ?= 150000
 BENCH_ROUNDS ?= 3
@@ -26,8 +28,11 @@ FLOWBRIDGE = $$($(SWIFT) build --show-bin-path)/flowbridge
 
 # `make run DEMO_ARGS="--duration 30"`: the demo stops by itself.
 DEMO_ARGS ?=
+# Seconds each fuzz target runs in `make fuzz`, and which targets.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= PayloadDecoder Config MergePatch
 
-.PHONY: deps build run test release image-check bench screenshot ha-check clean
+.PHONY: deps build run test release image-check bench screenshot ha-check soak fuzz fuzz-seeds clean
 
 ## deps: install the Debian packages that are missing (apt-get, via sudo when not root).
 deps:
@@ -100,6 +105,25 @@ ha-check: build
 	  && cp tools/ha-check/requirements.txt $(HA_VENV)/requirements.txt; \
 	fi
 	$(HA_VENV)/bin/python tools/ha-check/ha_check.py --flowbridge $$($(SWIFT) build --show-bin-path)/flowbridge
+
+## soak: one simulated day at 240x through a private mosquitto and the widget stand-in, with
+## faults (API errors, an outage, broker restarts, kill -9 of flowbridge); the widget's document
+## must equal a fault-free replay of the day, and the daemon's memory stay flat (scripts/soak.py).
+## SOAK_SPEED, SOAK_CYCLE, SOAK_DATE, SOAK_SEED and SOAK_RSS_GROWTH_KB change it. Minutes; not in `make test`.
+soak: deps
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(SOAK_PACKAGES)"
+	$(SWIFT) build -c release --product flowbridge
+	$(SWIFT) build -c release --product WidgetStandIn
+	scripts/soak.py $$($(SWIFT) build -c release --show-bin-path)/flowbridge $$($(SWIFT) build -c release --show-bin-path)/WidgetStandIn
+
+## fuzz: each fuzz target (Fuzz/) under libFuzzer with AddressSanitizer for FUZZ_SECONDS, from the
+## committed corpus (scripts/fuzz.sh); a finding fails it and is kept under .build/fuzz/findings.
+fuzz: deps
+	FUZZ_SECONDS="$(FUZZ_SECONDS)" FUZZ_TARGETS="$(FUZZ_TARGETS)" SWIFT="$(SWIFT)" scripts/fuzz.sh
+
+## fuzz-seeds: writes the seeds made from Tests/Fixtures/devices.json and a fixed random seed.
+fuzz-seeds:
+	scripts/fuzz-seeds.py
 
 clean:
 	rm -rf .build

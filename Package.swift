@@ -31,6 +31,13 @@ let package = Package(
         // The widget service as tests meet it: a real HTTP(S) server that can be told to fail.
         .systemLibrary(name: "COpenSSL", path: "Tests/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .executableTarget(name: "WidgetStandIn", dependencies: ["FlowCore", "COpenSSL"], path: "Tests/WidgetStandIn"),
+        // Fuzz targets (`make fuzz`): each property once, run by libFuzzer with -sanitize=fuzzer
+        // -DFUZZING, by its executable as a corpus replay otherwise, and by FuzzTests.
+        .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
+        .target(name: "FuzzChecks", dependencies: ["FlowCore", "Daemon", "CLibFuzzer"], path: "Fuzz/FuzzChecks"),
+        .executableTarget(name: "PayloadDecoderFuzzer", dependencies: ["FuzzChecks"], path: "Fuzz/PayloadDecoderFuzzer"),
+        .executableTarget(name: "ConfigFuzzer", dependencies: ["FuzzChecks"], path: "Fuzz/ConfigFuzzer"),
+        .executableTarget(name: "MergePatchFuzzer", dependencies: ["FuzzChecks"], path: "Fuzz/MergePatchFuzzer"),
         .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore", "TestSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Discovery", "FlowCore", "Rendering", "Simulator", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "TestSupport"]),
@@ -38,5 +45,6 @@ let package = Package(
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "FlowCore"]),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "FlowCore", "TestSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "FlowCore"]),
+        .testTarget(name: "FuzzTests", dependencies: ["FuzzChecks"]),
     ]
 )

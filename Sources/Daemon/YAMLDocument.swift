@@ -211,9 +211,12 @@ private struct TreeBuilder: ~Copyable {
     private var anchors: [String: (node: YAMLNode, size: Int)] = [:]
     private var aliasExpansion = 0
     private var root: YAMLNode?
+    /// Where the text ends.
+    private let end: YAMLMark
 
     init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
+        end = Self.markOfByte(at: bytes.count, in: bytes)
         parser = .allocate(capacity: 1)
         event = .allocate(capacity: 1)
         // Zeroed memory: yaml_event_delete is a no-op on it, so cleanup is always safe.
@@ -240,7 +243,7 @@ private struct TreeBuilder: ~Copyable {
         while true {
             try nextEvent()
             let type = event.pointee.type
-            let mark = Self.mark(event.pointee.start_mark)
+            let mark = position(event.pointee.start_mark)
             switch type {
             case YAML_STREAM_START_EVENT, YAML_DOCUMENT_END_EVENT:
                 break
@@ -375,18 +378,18 @@ private struct TreeBuilder: ~Copyable {
                 let hex = String(UInt32(truncatingIfNeeded: p.problem_value), radix: 16, uppercase: true)
                 message += " (0x\(hex.count % 2 == 1 ? "0" : "")\(hex))"
             }
-            return YAMLError(message: message, mark: markOfByte(at: Int(p.problem_offset)))
+            return YAMLError(message: message, mark: Self.markOfByte(at: Int(p.problem_offset), in: bytes))
         default:
             var message = Self.string(p.problem) ?? "invalid YAML"
             if let context = Self.string(p.context) {
-                message += " (\(context) that started at \(Self.mark(p.context_mark)))"
+                message += " (\(context) that started at \(position(p.context_mark)))"
             }
-            return YAMLError(message: message, mark: Self.mark(p.problem_mark))
+            return YAMLError(message: message, mark: position(p.problem_mark))
         }
     }
 
     /// Line and column of a byte offset in the (UTF-8) input.
-    private func markOfByte(at offset: Int) -> YAMLMark {
+    private static func markOfByte(at offset: Int, in bytes: UnsafeBufferPointer<UInt8>) -> YAMLMark {
         let end = min(max(offset, 0), bytes.count)
         var line = 1
         var lineStart = 0
@@ -406,8 +409,12 @@ private struct TreeBuilder: ~Copyable {
 
     // MARK: Helpers
 
-    private static func mark(_ mark: yaml_mark_t) -> YAMLMark {
-        YAMLMark(line: Int(mark.line) + 1, column: Int(mark.column) + 1)
+    /// A libyaml mark as a person reads it. At the end of a text whose last line has no line
+    /// break, libyaml moves on to the line after it, which the file does not have: that is the
+    /// text's end.
+    private func position(_ mark: yaml_mark_t) -> YAMLMark {
+        let position = YAMLMark(line: Int(mark.line) + 1, column: Int(mark.column) + 1)
+        return position.line > end.line ? end : position
     }
 
     private static func string(_ pointer: UnsafePointer<CChar>?) -> String? {

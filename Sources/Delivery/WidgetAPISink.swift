@@ -10,7 +10,8 @@ import Synchronization
 /// never blocks, and nothing queues up however long the API is away. The thread runs a
 /// `WidgetDelivery` (what to send, when to retry) and one request at a time, so at most one request
 /// per widget is ever in flight. What the widget was last given, and whether that is in doubt, is
-/// the sink's `savedState`: a restart goes on with a patch unless something is in doubt.
+/// the sink's `savedState`: a restart after a clean stop goes on with a patch unless something
+/// is in doubt.
 public final class WidgetAPISink: Sink {
     public let name: String
     public let widget: String
@@ -105,9 +106,16 @@ public final class WidgetAPISink: Sink {
         return mailbox.withLock { $0.settled }
     }
 
+    /// What the widget was last given, and whether that is in doubt. While the delivery thread
+    /// runs, this is in doubt whatever it says: the state is saved every few seconds, requests go
+    /// on in between, and a crash (`kill -9`, power) before the next save would restore a document
+    /// older than the widget's, from which a patch leaves wrong whatever changed back meanwhile.
+    /// Once the thread has ended (a stop), it is exact: a restart after a clean stop goes on with
+    /// a patch, one after a crash with a full replace.
     public var savedState: JSONValue? {
-        mailbox.withLock { $0.saved }.map { saved in
-            ["shown": saved.shown, "in_doubt": .bool(saved.inDoubt), "url": .string(settings.urlFingerprint)]
+        let (saved, ended) = mailbox.withLock { ($0.saved, $0.ended) }
+        return saved.map { saved in
+            ["shown": saved.shown, "in_doubt": .bool(saved.inDoubt || !ended), "url": .string(settings.urlFingerprint)]
         }
     }
 

@@ -193,6 +193,14 @@ struct ShapeCase: Sendable, CustomTestStringConvertible {
         #expect(parseError("ä: ö: 1")?.mark == YAMLMark(line: 1, column: 5))
     }
 
+    /// libyaml places what it finds at the end of a text without a final line break on the line
+    /// after it; flowbridge places it where the text ends.
+    @Test func aNodeAtTheEndOfTheTextIsOnItsLastLine() throws {
+        #expect(try YAMLDocument.parse("--- ").mark == YAMLMark(line: 1, column: 5))
+        #expect(try YAMLDocument.parse("---\n").mark == YAMLMark(line: 2, column: 1))
+        #expect(try YAMLDocument.parse("a:").pairs?.first?.value.mark == YAMLMark(line: 1, column: 3))
+    }
+
     @Test func aliasCopyIsPlacedAtTheAlias() throws {
         let root = try YAMLDocument.parse("a: &x {k: 1}\nb: *x\n")
         let copy = try #require(root["b"])
@@ -394,6 +402,13 @@ struct ShapeCase: Sendable, CustomTestStringConvertible {
         ErrorCase(
             "truncated UTF-8 sequence", bytes: Array("a: ".utf8) + [0xE2, 0x82], line: 1, column: 4,
             "incomplete UTF-8 octet sequence"),
+        // libyaml marks the end of a text without a final line break on the line after it.
+        ErrorCase(
+            "key cut off at the end, no final line break", "sources: {}\nsourc", line: 2, column: 6,
+            "could not find expected ':'"),
+        ErrorCase(
+            "key cut off at the end of the last line", "sources: {}\nsourc\n", line: 3, column: 1,
+            "could not find expected ':'"),
         ErrorCase(
             "too deep flow nesting", String(repeating: "[", count: 201) + String(repeating: "]", count: 201),
             line: 1, column: 201, "lists and mappings are nested more than 200 levels deep"),

@@ -300,6 +300,24 @@ import Testing
         #expect(after.stop(timeout: .seconds(2)))
     }
 
+    /// A state saved while the sink delivers may be older than what the widget shows by the time
+    /// the daemon dies: taken then, it is in doubt; taken after a stop, it is exact.
+    @Test func aStateTakenWhileTheSinkRunsIsInDoubt() async throws {
+        let service = try await WidgetStandIn()
+        let log = LogLines()
+        let sink = try Self.sink(service, log: log)
+        var engine = Engine()
+        let first = engine.push(100)
+        sink.take(first)
+        #expect(await service.waitUntil { $0.document == Self.content(first) } != nil)
+        let running = try #require(sink.savedState)
+        #expect(running["in_doubt"] == true)
+        #expect(running["shown"] == Self.content(first))
+        #expect(sink.stop(timeout: .seconds(2)))
+        #expect(sink.savedState?["in_doubt"] == false)
+        #expect(sink.savedState?["shown"] == Self.content(first))
+    }
+
     /// Stopping during a request that outlasts the stop leaves the widget in doubt in the saved state.
     @Test func aStopDuringAHangingRequestLeavesTheWidgetInDoubt() async throws {
         let service = try await WidgetStandIn()
