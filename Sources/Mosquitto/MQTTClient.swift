@@ -21,6 +21,8 @@ import Musl
 /// One network thread (ours, running `mosquitto_loop`) owns the connection; libmosquitto's callbacks
 /// copy what they need and push it into `events`, a bounded buffer that blocks that thread when the
 /// consumer falls behind (by count or by bytes), so no message is dropped and memory stays bounded.
+/// A consumer whose work never waits can take the events on the network thread itself instead
+/// (`start(handler:)`): no thread hop per message, and the connection waits while it works.
 ///
 /// Why not `mosquitto_loop_start`: libmosquitto 2.0.11's own thread stops retrying for good when the
 /// first connect fails (broker down at boot), after a TLS failure, and after an MQTT 5 CONNACK
@@ -60,7 +62,8 @@ public final class MQTTClient: Sendable {
     /// Stops (without a final message) if the owner forgot to, so the network thread never outlives us.
     deinit { connection.stop(finalMessage: nil) }
 
-    /// Connection events and incoming messages, in order. Ends (`nil`) after `stop()`.
+    /// Connection events and incoming messages, in order. Ends (`nil`) after `stop()`. Stays empty
+    /// when the client was started with a handler, which takes the events instead.
     public var events: MQTTEvents { connection.events }
 
     /// True between a successful CONNACK and the next disconnect.
@@ -73,7 +76,13 @@ public final class MQTTClient: Sendable {
     /// us or fails the TLS handshake is not an error here: it is reported as `.disconnected(reason:)`
     /// and retried with exponential backoff (`options.reconnectDelay`), forever, until `stop()`.
     /// Throws only when called twice or the thread cannot be created.
-    public func start() throws { try connection.start() }
+    public func start() throws { try connection.start(handler: nil) }
+
+    /// Starts like `start()`, but hands every event (in order) to `handler` on the network thread
+    /// instead of `events`. For a consumer that does its work at once and never waits: the next
+    /// packet is read only once the handler returns, which is the backpressure, and a message
+    /// costs no wake-up of another thread. The handler may call `publish`.
+    public func start(handler: @escaping @Sendable (MQTTEvent) -> Void) throws { try connection.start(handler: handler) }
 
     /// Replaces the topic filters (a reloaded config): while connected, what went is unsubscribed
     /// and what came is subscribed, each in one packet; every later reconnect subscribes the new
@@ -139,6 +148,12 @@ final class Connection: @unchecked Sendable {
     let options: MQTTOptions
     let qos: Int32
     let events: MQTTEvents
+    /// Takes the events instead of `events` when set. Written by `start` before the network thread
+    /// (its only reader) exists, which orders the write before every read, and by `stop` after
+    /// that thread has ended.
+    private var handler: (@Sendable (MQTTEvent) -> Void)?
+    /// Cleared when `stop` begins: like a finished buffer, the handler is given nothing more.
+    private let handing = Atomic(true)
 
     private enum Phase { case created, started(pthread_t), stopped }
 
@@ -319,9 +334,10 @@ final class Connection: @unchecked Sendable {
 
     // MARK: Lifecycle
 
-    func start() throws {
+    func start(handler: (@Sendable (MQTTEvent) -> Void)?) throws {
         try lifecycle.withLock { phase in
             guard case .created = phase else { throw MQTTError.notRestartable }
+            self.handler = handler
             var thread = pthread_t()
             // The thread holds a strong reference until it ends; `stop` joins it.
             let context = Unmanaged.passRetained(self).toOpaque()
@@ -343,6 +359,7 @@ final class Connection: @unchecked Sendable {
             defer { phase = .stopped }
             // First: wakes a network thread blocked on a full buffer, so it can send and disconnect.
             events.finish()
+            handing.store(false, ordering: .relaxed)
             guard case .started(let thread) = phase else { return }
             if let finalMessage, isConnected { publishAndWait(finalMessage) }
             let connected = state.withLock { s in
@@ -354,6 +371,8 @@ final class Connection: @unchecked Sendable {
             // in its backoff sleep (woken above) or a pending connect (notices within a second).
             if connected { mosquitto_disconnect(handle) }
             pthread_join(thread, nil)
+            // Its only reader has ended; a handler that holds the client no longer keeps it alive.
+            handler = nil
             state.withLock { $0.connected = false }
         }
     }
@@ -485,7 +504,7 @@ final class Connection: @unchecked Sendable {
         // the next connect subscribes again.
         let filters = state.withLock { $0.subscriptions }
         if !filters.isEmpty { _ = subscribe(filters) }
-        events.push(.connected)
+        emit(.connected)
     }
 
     private func didDisconnect(code: Int32) {
@@ -501,7 +520,7 @@ final class Connection: @unchecked Sendable {
         if skip { return }  // the refusal already said why
         if code == success {
             // Our own mosquitto_disconnect (stop); `events` is already finished then.
-            if wasConnected { events.push(.disconnected(reason: "disconnected by the client")) }
+            if wasConnected { emit(.disconnected(reason: "disconnected by the client")) }
             return
         }
         let reason: String
@@ -524,7 +543,7 @@ final class Connection: @unchecked Sendable {
             }
             return wasConnected || s.lastError != error
         }
-        if isNew { events.push(.disconnected(reason: error.description)) }
+        if isNew { emit(.disconnected(reason: error.description)) }
     }
 
     private func didReceive(_ message: UnsafePointer<mosquitto_message>, properties: OpaquePointer?) {
@@ -539,8 +558,17 @@ final class Connection: @unchecked Sendable {
         var expiry: UInt32 = 0
         let hasExpiry = properties != nil
             && mosquitto_property_read_int32(properties, messageExpiryIntervalProperty, &expiry, false) != nil
-        events.push(.message(MQTTMessage(
+        emit(.message(MQTTMessage(
             topic: topic, payload: payload, retained: m.retain, messageExpirySeconds: hasExpiry ? expiry : nil)))
+    }
+
+    /// To the handler, or into the buffer (which drops it once finished).
+    private func emit(_ event: MQTTEvent) {
+        guard let handler else {
+            events.push(event)
+            return
+        }
+        if handing.load(ordering: .relaxed) { handler(event) }
     }
 
     private func didPublish(mid: Int32) {
