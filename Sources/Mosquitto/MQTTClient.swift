@@ -323,9 +323,17 @@ final class Connection: @unchecked Sendable {
         mosquitto_publish_v5_callback_set(handle) { _, userdata, mid, _, _ in
             Connection.owner(userdata)?.didPublish(mid: mid)
         }
-        mosquitto_log_callback_set(handle) { _, userdata, level, text in
-            if level & MOSQ_LOG_ERR != 0, let text { Connection.owner(userdata)?.didLogError(String(cString: text)) }
-        }
+        mosquitto_log_callback_set(handle, logErrors)
+    }
+
+    /// Keeps what libmosquitto logs as an error. Installed only while connecting (and for the whole
+    /// connection under TLS, whose OpenSSL reasons live only in the log): once a log callback is
+    /// set, libmosquitto formats every line it could log with `vsnprintf` into a `malloc`ed buffer,
+    /// two per message received (about 4,500 instructions a message, more than reading its payload).
+    /// Over plain TCP its errors on a live connection come back as return codes.
+    private static let logErrors: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?) -> Void = {
+        _, userdata, level, text in
+        if level & MOSQ_LOG_ERR != 0, let text { Connection.owner(userdata)?.didLogError(String(cString: text)) }
     }
 
     fileprivate static func owner(_ userdata: UnsafeMutableRawPointer?) -> Connection? {
@@ -384,6 +392,7 @@ final class Connection: @unchecked Sendable {
     private func runNetworkLoop() {
         var failures = 0
         while !stopRequested {
+            mosquitto_log_callback_set(handle, Self.logErrors)
             let rc = options.host.withCString {
                 mosquitto_connect_async(handle, $0, Int32(options.port), Int32(options.keepaliveSeconds))
             }
@@ -493,6 +502,7 @@ final class Connection: @unchecked Sendable {
                    wasConnected: false, isRefusal: true)
             return
         }
+        if options.tls == nil { mosquitto_log_callback_set(handle, nil) }
         state.withLock { s in
             s.connected = true
             s.connectedSinceBackoff = true
