@@ -94,7 +94,7 @@ extension JSONValue: CustomStringConvertible {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
-        case .number(let number): out.append(contentsOf: JSONValue.format(number).utf8)
+        case .number(let number): JSONValue.writeNumber(number, to: &out)
         case .string(let text): JSONValue.writeString(text, to: &out)
         case .array(let items):
             out.append(UInt8(ascii: "["))
@@ -105,11 +105,18 @@ extension JSONValue: CustomStringConvertible {
             out.append(UInt8(ascii: "]"))
         case .object(let members):
             out.append(UInt8(ascii: "{"))
-            for (index, key) in members.keys.sorted(by: JSONValue.keyOrder).enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
+            func member(_ key: String, _ value: JSONValue) {
                 JSONValue.writeString(key, to: &out)
                 out.append(UInt8(ascii: ":"))
-                members[key]!.write(to: &out)
+                value.write(to: &out)
+            }
+            if members.count == 1, let (key, value) = members.first {
+                member(key, value)  // most members of a patch: nothing to sort
+            } else {
+                for (index, (key, value)) in members.sorted(by: { JSONValue.keyOrder($0.key, $1.key) }).enumerated() {
+                    if index > 0 { out.append(UInt8(ascii: ",")) }
+                    member(key, value)
+                }
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -117,7 +124,31 @@ extension JSONValue: CustomStringConvertible {
 
     /// Byte order of the UTF-8 text: the same on every platform and locale.
     static func keyOrder(_ lhs: String, _ rhs: String) -> Bool {
-        lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+        // Native strings compare in their storage; others through the generic view.
+        let compared = lhs.utf8.withContiguousStorageIfAvailable { left in
+            rhs.utf8.withContiguousStorageIfAvailable { right in left.lexicographicallyPrecedes(right) }
+        }
+        return (compared ?? nil) ?? lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+    }
+
+    /// Appends what `format` returns; whole numbers digit by digit, without making a String.
+    static func writeNumber(_ number: Double, to out: inout [UInt8]) {
+        guard number.isFinite, number == number.rounded(), abs(number) < 1e15 else {
+            out.append(contentsOf: format(number).utf8)
+            return
+        }
+        var magnitude = Int64(number).magnitude  // also turns -0 into 0
+        if number < 0, magnitude != 0 { out.append(UInt8(ascii: "-")) }
+        var digits: (UInt64, UInt64) = (0, 0)  // 16 bytes: room for the 15 digits below 1e15
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var start = buffer.count
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            out.append(contentsOf: buffer[start...])
+        }
     }
 
     /// Formats a number the way a person writes it: integers without a fraction, other values with
@@ -133,19 +164,27 @@ extension JSONValue: CustomStringConvertible {
 
     static func writeString(_ text: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
-            case 0x0A: out.append(contentsOf: "\\n".utf8)
-            case 0x0D: out.append(contentsOf: "\\r".utf8)
-            case 0x09: out.append(contentsOf: "\\t".utf8)
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: "\\u00".utf8)
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0xF)])
-            default: out.append(byte)
+        var text = text
+        text.withUTF8 { bytes in
+            // Most texts (names, keys) need no escape: one copy.
+            guard bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                out.append(contentsOf: bytes)
+                return
+            }
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
+                case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
+                case 0x0A: out.append(contentsOf: "\\n".utf8)
+                case 0x0D: out.append(contentsOf: "\\r".utf8)
+                case 0x09: out.append(contentsOf: "\\t".utf8)
+                case 0..<0x20:
+                    let hex = Array("0123456789abcdef".utf8)
+                    out.append(contentsOf: "\\u00".utf8)
+                    out.append(hex[Int(byte >> 4)])
+                    out.append(hex[Int(byte & 0xF)])
+                default: out.append(byte)
+                }
             }
         }
         out.append(UInt8(ascii: "\""))
