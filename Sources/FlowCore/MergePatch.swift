@@ -43,7 +43,6 @@ extension FlowContent {
     /// `MergePatch.diff(from: old.json, to: new.json)`, computed from the models: only the parts
     /// that differ are turned into JSON, which is what keeps a push cheap when one rate moved.
     public static func mergePatch(from old: FlowContent, to new: FlowContent) -> JSONValue? {
-        if old == new { return nil }
         var patch: [String: JSONValue] = [:]
         if old.shared != new.shared || old.unit != new.unit {
             var oldTop = old
@@ -54,17 +53,18 @@ extension FlowContent {
                 patch = members.filter { $0.key != "flow" }
             }
         }
-        var flow: [String: JSONValue] = [:]
+        var flow = [String: JSONValue](minimumCapacity: 4)  // sized once for the four slots
         if old.inputs != new.inputs {
             flow[FlowSlot.inputs.rawValue] = new.inputs.map { .array($0.map(\.json)) } ?? .null
         }
         func node(_ slot: FlowSlot, _ before: FlowNode?, _ after: FlowNode?) {
-            switch (before, after) {
-            case (let before?, let after?): flow[slot.rawValue] = FlowNode.mergePatch(from: before, to: after)
-            case (_?, nil): flow[slot.rawValue] = .null
-            case (nil, let after?): flow[slot.rawValue] = after.json
-            case (nil, nil): break
+            let change: JSONValue? = switch (before, after) {
+            case (let before?, let after?): FlowNode.mergePatch(from: before, to: after)
+            case (_?, nil): .null
+            case (nil, let after?): after.json
+            case (nil, nil): nil
             }
+            if let change { flow[slot.rawValue] = change }
         }
         node(.output, old.output, new.output)
         node(.storage, old.storage, new.storage)

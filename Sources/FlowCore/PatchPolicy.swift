@@ -143,8 +143,13 @@ public struct PatchPolicy: Sendable {
     }
 
     /// Which slots are drawn, and how many inputs.
-    static func slots(of content: FlowContent) -> [Int] {
-        [content.inputs?.count ?? -1, content.output == nil ? 0 : 1, content.storage == nil ? 0 : 1, content.exchange == nil ? 0 : 1]
+    static func slots(of content: FlowContent) -> Slots {
+        Slots(inputs: content.inputs?.count ?? -1, output: content.output != nil, storage: content.storage != nil, exchange: content.exchange != nil)
+    }
+
+    struct Slots: Equatable {
+        var inputs: Int
+        var output, storage, exchange: Bool
     }
 
     /// Import ↔ export, filling ↔ draining: both sides clearly away from 0, in opposite directions.
@@ -156,19 +161,17 @@ public struct PatchPolicy: Sendable {
     /// The candidate with every flow rate that moved less than the deadband held at what the widget
     /// shows. (A progress document comes held: see the type's note.)
     private func holding(_ candidate: WidgetContent, against delivered: WidgetContent) -> WidgetContent {
-        guard case .flow(let flow) = candidate, case .flow(let old) = delivered else { return candidate }
-        func hold(_ node: FlowNode?, _ old: FlowNode?) -> FlowNode? {
-            guard var node, let rate = node.rate else { return node }
-            node.rate = config.holding(rate, shown: old?.rate)
-            return node
+        guard case .flow(var shaped) = candidate, case .flow(let old) = delivered else { return candidate }
+        // In place: this runs for every reading.
+        func hold(_ node: inout FlowNode, _ old: FlowNode?) {
+            if let rate = node.rate { node.rate = config.holding(rate, shown: old?.rate) }
         }
-        var shaped = flow
-        if let inputs = flow.inputs, let old = old.inputs, inputs.count == old.count {
-            shaped.inputs = zip(inputs, old).map { hold($0, $1)! }
+        if let old = old.inputs, shaped.inputs?.count == old.count {
+            for index in old.indices { hold(&shaped.inputs![index], old[index]) }
         }
-        shaped.output = hold(flow.output, old.output)
-        shaped.storage = hold(flow.storage, old.storage)
-        shaped.exchange = hold(flow.exchange, old.exchange)
+        if shaped.output != nil { hold(&shaped.output!, old.output) }
+        if shaped.storage != nil { hold(&shaped.storage!, old.storage) }
+        if shaped.exchange != nil { hold(&shaped.exchange!, old.exchange) }
         return .flow(shaped)
     }
 }

@@ -205,8 +205,10 @@ extension WidgetContent {
 }
 
 /// Text limits count what a person sees (grapheme clusters): "Sonnenstrom ☀️" is 13 characters.
-private func checkLength(_ text: String?, limit: Int, _ path: String, into found: inout [ContentViolation]) {
-    if let text, text.count > limit { found.append(ContentViolation(path, .textTooLong(limit: limit))) }
+/// A text of no more UTF-8 bytes than the limit has no more characters, so only a longer one is
+/// counted; and the path is made only for a violation (documents are checked at every push).
+private func checkLength(_ text: String?, limit: Int, _ path: @autoclosure () -> String, into found: inout [ContentViolation]) {
+    if let text, text.utf8.count > limit, text.count > limit { found.append(ContentViolation(path(), .textTooLong(limit: limit))) }
 }
 
 extension SharedContent {
@@ -235,28 +237,29 @@ extension FlowContent {
 }
 
 extension FlowNode {
-    func validate(path: String, isStorage: Bool, into found: inout [ContentViolation]) {
+    /// `path` is made only for a violation.
+    func validate(path: @autoclosure () -> String, isStorage: Bool, into found: inout [ContentViolation]) {
         if let rate {
-            if !rate.isFinite { found.append(ContentViolation("\(path).rate", .notFinite)) }
+            if !rate.isFinite { found.append(ContentViolation("\(path()).rate", .notFinite)) }
         } else {
-            found.append(ContentViolation("\(path).rate", .rateRequired))
+            found.append(ContentViolation("\(path()).rate", .rateRequired))
         }
-        checkLength(name, limit: 32, "\(path).name", into: &found)
+        checkLength(name, limit: 32, "\(path()).name", into: &found)
         if let total {
             if !total.isFinite {
-                found.append(ContentViolation("\(path).total", .notFinite))
+                found.append(ContentViolation("\(path()).total", .notFinite))
             } else if total < 0 {
-                found.append(ContentViolation("\(path).total", .totalNegative))
+                found.append(ContentViolation("\(path()).total", .totalNegative))
             }
         }
         if let level {
             if !isStorage {
-                found.append(ContentViolation("\(path).level", .levelOutsideStorage))
+                found.append(ContentViolation("\(path()).level", .levelOutsideStorage))
             } else if !(0...100).contains(level) {
-                found.append(ContentViolation("\(path).level", .levelOutOfRange))
+                found.append(ContentViolation("\(path()).level", .levelOutOfRange))
             }
         }
-        checkLength(icon, limit: 128, "\(path).icon", into: &found)
+        checkLength(icon, limit: 128, "\(path()).icon", into: &found)
     }
 }
 
@@ -426,29 +429,39 @@ extension FlowNode {
         try reader.finish()
     }
 
-    /// The wire names of a node's fields with their JSON values (nil: absent). One table serves
-    /// both the document and the node-level patch, so the two cannot disagree.
-    static let fields: [(String, @Sendable (FlowNode) -> JSONValue?)] = [
-        ("name", { $0.name.map(JSONValue.string) }), ("rate", { $0.rate.map(JSONValue.number) }),
-        ("total", { $0.total.map(JSONValue.number) }), ("level", { $0.level.map(JSONValue.number) }),
-        ("icon", { $0.icon.map(JSONValue.string) }), ("color", { $0.color.map(JSONValue.string) }),
+    /// A field of a node: its wire name, whether two nodes differ in it, and its JSON value (nil:
+    /// absent). One table serves both the document and the node-level patch, so the two cannot
+    /// disagree; the comparison is typed, so a patch makes JSON only of what changed.
+    struct Field: Sendable {
+        let key: String
+        let differs: @Sendable (FlowNode, FlowNode) -> Bool
+        let value: @Sendable (FlowNode) -> JSONValue?
+    }
+
+    static let fields: [Field] = [
+        Field(key: "name", differs: { $0.name != $1.name }, value: { $0.name.map(JSONValue.string) }),
+        Field(key: "rate", differs: { $0.rate != $1.rate }, value: { $0.rate.map(JSONValue.number) }),
+        Field(key: "total", differs: { $0.total != $1.total }, value: { $0.total.map(JSONValue.number) }),
+        Field(key: "level", differs: { $0.level != $1.level }, value: { $0.level.map(JSONValue.number) }),
+        Field(key: "icon", differs: { $0.icon != $1.icon }, value: { $0.icon.map(JSONValue.string) }),
+        Field(key: "color", differs: { $0.color != $1.color }, value: { $0.color.map(JSONValue.string) }),
     ]
 
     public var json: JSONValue {
         var members: [String: JSONValue] = [:]
-        for (key, value) in Self.fields { members[key] = value(self) }
+        members.reserveCapacity(Self.fields.count)
+        for field in Self.fields { members[field.key] = field.value(self) }
         return .object(members)
     }
 
-    /// `MergePatch.diff(from: old.json, to: new.json)`, field by field.
+    /// `MergePatch.diff(from: old.json, to: new.json)`, field by field; nil when nothing differs.
     static func mergePatch(from old: FlowNode, to new: FlowNode) -> JSONValue? {
-        if old == new { return nil }
-        var patch: [String: JSONValue] = [:]
-        for (key, value) in fields {
-            let after = value(new)
-            if after != value(old) { patch[key] = after ?? .null }
+        var patch: [String: JSONValue]?
+        for field in fields where field.differs(old, new) {
+            patch = patch ?? Dictionary(minimumCapacity: 2)
+            patch![field.key] = field.value(new) ?? .null
         }
-        return .object(patch)
+        return patch.map(JSONValue.object)
     }
 }
 
