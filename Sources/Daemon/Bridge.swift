@@ -69,10 +69,11 @@ final class Bridge: Sendable {
     func receive(_ message: MQTTMessage, at now: Date, monotonic: ContinuousClock.Instant = .now) {
         state.withLock { state in
             noteClock(now, monotonic, &state)
-            let outputs = state.engine.tick(through: now)
-                + state.engine.receive(
-                    topic: message.topic, payload: message.payload, at: now,
-                    retained: message.retained && message.messageExpirySeconds == nil)
+            // Each list dispatched as it comes: joining them made a third array per message.
+            dispatch(state.engine.tick(through: now), &state)
+            let outputs = state.engine.receive(
+                topic: message.topic, payload: message.payload, at: now,
+                retained: message.retained && message.messageExpirySeconds == nil)
             state.dirty = true
             dispatch(outputs, &state)
         }
