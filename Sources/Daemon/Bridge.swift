@@ -138,7 +138,7 @@ final class Bridge: Sendable {
                 let sequence = state.sequences[widget, default: 0] + 1
                 state.sequences[widget] = sequence
                 let item = WidgetPush(
-                    widget: widget, at: at, sequence: sequence, patch: push.patch, document: push.document,
+                    widget: widget, at: at, sequence: sequence, patch: push.contentPatch, document: push.document,
                     isFullContent: push.isFullContent)
                 for sink in sinks { sink.take(item) }
             case .diagnostic(let diagnostic):

@@ -141,12 +141,13 @@ public final class Outbox: Sendable {
         defer { taken[push.widget] = Taken(sequence: push.sequence, document: push.document) }
         let previous = taken[push.widget]
         if push.isFullContent || previous.map({ $0.sequence + 1 == push.sequence }) == true {
-            return OutgoingPush(widget: push.widget, at: push.at, patch: push.patch, document: push.document, isFullContent: push.isFullContent)
+            return OutgoingPush(
+                widget: push.widget, at: push.at, contentPatch: push.contentPatch, document: push.document, isFullContent: push.isFullContent)
         }
         guard let previous else {
-            return OutgoingPush(widget: push.widget, at: push.at, patch: push.document.json, document: push.document, isFullContent: true)
+            return OutgoingPush(widget: push.widget, at: push.at, contentPatch: ContentPatch(push.document.json), document: push.document, isFullContent: true)
         }
         guard let patch = MergePatch.diff(from: previous.document.json, to: push.document.json) else { return nil }
-        return OutgoingPush(widget: push.widget, at: push.at, patch: patch, document: push.document, isFullContent: false)
+        return OutgoingPush(widget: push.widget, at: push.at, contentPatch: ContentPatch(patch), document: push.document, isFullContent: false)
     }
 }

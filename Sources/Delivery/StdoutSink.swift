@@ -29,7 +29,7 @@ public final class StdoutSink: Sink {
                 for push in pushes {
                     let second = push.at.timeIntervalSince1970.rounded(.down)
                     if offset?.second != second { offset = (second, zone.utcOffsetSeconds(at: push.at)) }
-                    PushLine.write(widget: push.widget, at: push.at, patch: push.patch, utcOffsetSeconds: offset!.seconds, to: &bytes)
+                    PushLine.write(widget: push.widget, at: push.at, patch: push.contentPatch, utcOffsetSeconds: offset!.seconds, to: &bytes)
                     bytes.append(0x0A)
                 }
                 if let error = FileDescriptor.writeAll(bytes, to: fd), failed.setFirstTime() {
@@ -51,12 +51,12 @@ public final class StdoutSink: Sink {
 /// configured zone. One writer for `replay` and the stdout sink, so both print the same bytes.
 public enum PushLine {
     /// Appends the line (without its newline) to `out`; the same bytes as printing the JSON object.
-    public static func write(widget: String, at: Date, patch: JSONValue, zone: any LocalTimeZone, to out: inout [UInt8]) {
+    public static func write(widget: String, at: Date, patch: ContentPatch, zone: any LocalTimeZone, to out: inout [UInt8]) {
         write(widget: widget, at: at, patch: patch, utcOffsetSeconds: zone.utcOffsetSeconds(at: at), to: &out)
     }
 
     /// The same, with the zone's offset at `at` already looked up.
-    public static func write(widget: String, at: Date, patch: JSONValue, utcOffsetSeconds: Int, to out: inout [UInt8]) {
+    public static func write(widget: String, at: Date, patch: ContentPatch, utcOffsetSeconds: Int, to out: inout [UInt8]) {
         out.append(contentsOf: #"{"patch":{"content":"#.utf8)
         patch.write(to: &out)
         out.append(contentsOf: #"},"t":""#.utf8)

@@ -257,16 +257,17 @@ extension FlowEngine {
             }
             return
         }
-        let content = WidgetContent.flow(candidate)
-        guard isValid(content, of: name, at: now, into: &out) else { return }
-        if let push = widgets[position].policy.offer(content, at: now, urgent: urgent) {
+        var violations: [ContentViolation] = []
+        candidate.validate(into: &violations)
+        guard isValid(violations, of: name, at: now, into: &out) else { return }
+        if let push = widgets[position].policy.offer(flow: candidate, at: now, urgent: urgent) {
             out.append(.push(widget: name, at: now, push))
         }
     }
 
-    /// True when the widget would take the document; otherwise the log says why it is not sent.
-    mutating func isValid(_ content: WidgetContent, of name: String, at now: Date, into out: inout [Output]) -> Bool {
-        let violations = content.validate(now: now)
+    /// True when the document broke no rule (`violations` empty); otherwise the log says why it
+    /// is not sent.
+    mutating func isValid(_ violations: [ContentViolation], of name: String, at now: Date, into out: inout [Output]) -> Bool {
         guard violations.isEmpty else {
             note(.error, key: "invalid:\(name)", at: now, into: &out) {
                 "widget '\(name)': not sent, the widget would reject it: \(violations.map(\.description).joined(separator: "; "))"
