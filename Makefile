@@ -71,10 +71,13 @@ image-check: release
 	scripts/runtime-packages.sh .build/release/flowbridge deploy/Dockerfile
 
 ## bench: the ingest benchmark (bench/run.sh): flowbridge beside the C floor, mqtt2prometheus and
-## a paho-mqtt bridge, interleaved rounds, medians and ratios, and the CPU of a minute of silence.
+## a paho-mqtt bridge, and with a widget API sink pushing to the widget stand-in; interleaved
+## rounds, medians, ratios, the CPU of a minute of silence, and whether each target is met.
 bench: release
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(BENCH_PACKAGES)"
-	bench/run.sh .build/release/flowbridge $(BENCH_MESSAGES) $(BENCH_ROUNDS) $(BENCH_IDLE_SECONDS)
+	$(SWIFT) build --product WidgetStandIn
+	bench/run.sh .build/release/flowbridge $(BENCH_MESSAGES) $(BENCH_ROUNDS) $(BENCH_IDLE_SECONDS) \
+	  "$$($(SWIFT) build --show-bin-path)/WidgetStandIn"
 
 ## screenshot: the bundled day (Tests/Fixtures/home-day.*) through `replay --svg` and `render`, and
 ## the demo's widget over a simulated day (`simulate --trace`, then `replay --svg` on Config/demo.yaml),

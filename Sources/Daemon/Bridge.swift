@@ -69,10 +69,11 @@ final class Bridge: Sendable {
     func receive(_ message: MQTTMessage, at now: Date, monotonic: ContinuousClock.Instant = .now) {
         state.withLock { state in
             noteClock(now, monotonic, &state)
-            let outputs = state.engine.tick(through: now)
-                + state.engine.receive(
-                    topic: message.topic, payload: message.payload, at: now,
-                    retained: message.retained && message.messageExpirySeconds == nil)
+            // Each list dispatched as it comes: joining them made a third array per message.
+            dispatch(state.engine.tick(through: now), &state)
+            let outputs = state.engine.receive(
+                topic: message.topic, payload: message.payload, at: now,
+                retained: message.retained && message.messageExpirySeconds == nil)
             state.dirty = true
             dispatch(outputs, &state)
         }
@@ -137,7 +138,7 @@ final class Bridge: Sendable {
                 let sequence = state.sequences[widget, default: 0] + 1
                 state.sequences[widget] = sequence
                 let item = WidgetPush(
-                    widget: widget, at: at, sequence: sequence, patch: push.patch, document: push.document,
+                    widget: widget, at: at, sequence: sequence, patch: push.contentPatch, document: push.document,
                     isFullContent: push.isFullContent)
                 for sink in sinks { sink.take(item) }
             case .diagnostic(let diagnostic):

@@ -287,7 +287,7 @@ struct OutputBuffer {
         for output in outputs {
             switch output {
             case .push(let widget, let at, let push):
-                PushLine.write(widget: widget, at: at, patch: push.patch, zone: zone, to: &bytes)
+                PushLine.write(widget: widget, at: at, patch: push.contentPatch, zone: zone, to: &bytes)
                 bytes.append(0x0A)
                 if bytes.count >= 65_536 { flush() }
             case .diagnostic(let diagnostic):

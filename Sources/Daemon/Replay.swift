@@ -87,7 +87,7 @@ public struct Replay {
     /// `{"patch": {"content": …}, "t": "...", "widget": "power"}`, time in the configured zone.
     public func pushLine(widget: String, at: Date, patch: JSONValue) -> String {
         var bytes: [UInt8] = []
-        PushLine.write(widget: widget, at: at, patch: patch, zone: zone, to: &bytes)
+        PushLine.write(widget: widget, at: at, patch: ContentPatch(patch), zone: zone, to: &bytes)
         return String(decoding: bytes, as: UTF8.self)
     }
 

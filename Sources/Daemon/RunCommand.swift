@@ -72,12 +72,6 @@ struct RunCommand {
             return Commands.configError
         }
         let bridge = Bridge(engine: engine, config: config, zone: zone, sinks: sinks, store: dryRun ? nil : store, log: log)
-        do {
-            try client.start()
-        } catch {
-            log.log(.error, "cannot start the MQTT client: \(error)")
-            return Commands.configError
-        }
         let broker = "\(config.mqtt.host):\(config.mqtt.port)"
         let messages = OwnMessages(client: client, log: log)
         let notifier = SystemdNotifier()
@@ -87,35 +81,39 @@ struct RunCommand {
             log.log(.info, "dry run: pushes go to standard output; nothing is delivered or published, and \(store.path) is only read")
         }
         log.log(.info, "flowbridge \(Commands.version) started: \(config.flow.sources.count) sources, broker \(broker), day in \(zone.identifier), state \(store.path)")
-        // Configured, state loaded, client running: ready, whether or not the broker answers yet.
+        // Configured and state loaded: ready, whether or not the broker answers yet. Said before
+        // the client starts, whose events update the status from its own thread.
         status.ready()
-
-        await withTaskGroup(of: Void.self) { group in
-            // MQTT events, in order; awaiting each keeps the client's bounded buffer meaningful.
-            group.addTask {
-                var events = client.events.makeAsyncIterator()
-                while let event = await events.next() {
-                    switch event {
-                    case .message(let message):
-                        // Home Assistant's status is the MQTT sink's, never a reading.
-                        if let mqttSink, mqttSink.receive(topic: message.topic, payload: message.payload, retained: message.retained) { continue }
-                        bridge.receive(message, at: Date())
-                    case .connected:
-                        log.log(.info, "connected to \(broker), subscribed to \(client.subscriptions.count) topics")
-                        status.update { $0.broker = .connected }
-                        if !dryRun { messages.publish(topic: config.mqtt.statusTopic, payload: "online", qos: 1, retain: true) }
-                        // What the broker may have lost meanwhile: the widgets' content, the discovery.
-                        mqttSink?.connected()
-                        // Venus OS publishes nothing until asked: ask at once, not after an interval.
-                        for keepalive in bridge.config.keepalives { messages.publish(topic: keepalive.topic) }
-                        // From the first subscription on, a source that never reports is said.
-                        bridge.subscribed(at: Date())
-                    case .disconnected(let reason):
-                        log.log(.warning, "broker connection: \(reason); reconnecting")
-                        status.update { $0.broker = .waiting(cause: client.lastError?.cause ?? reason) }
-                    }
+        // MQTT events, in order, on the client's network thread: the bridge never waits (sinks only
+        // queue), so each message is taken where it arrives, with no hop to another thread.
+        do {
+            try client.start { event in
+                switch event {
+                case .message(let message):
+                    // Home Assistant's status is the MQTT sink's, never a reading.
+                    if let mqttSink, mqttSink.receive(topic: message.topic, payload: message.payload, retained: message.retained) { return }
+                    bridge.receive(message, at: Date())
+                case .connected:
+                    log.log(.info, "connected to \(broker), subscribed to \(client.subscriptions.count) topics")
+                    status.update { $0.broker = .connected }
+                    if !dryRun { messages.publish(topic: config.mqtt.statusTopic, payload: "online", qos: 1, retain: true) }
+                    // What the broker may have lost meanwhile: the widgets' content, the discovery.
+                    mqttSink?.connected()
+                    // Venus OS publishes nothing until asked: ask at once, not after an interval.
+                    for keepalive in bridge.config.keepalives { messages.publish(topic: keepalive.topic) }
+                    // From the first subscription on, a source that never reports is said.
+                    bridge.subscribed(at: Date())
+                case .disconnected(let reason):
+                    log.log(.warning, "broker connection: \(reason); reconnecting")
+                    status.update { $0.broker = .waiting(cause: client.lastError?.cause ?? reason) }
                 }
             }
+        } catch {
+            log.log(.error, "cannot start the MQTT client: \(error)")
+            return Commands.configError
+        }
+
+        await withTaskGroup(of: Void.self) { group in
             // The clock: deadlines, state saves, the watchdog, Victron keepalives, the status line.
             group.addTask {
                 var second = 0

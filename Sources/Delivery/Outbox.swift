@@ -12,7 +12,15 @@ import Synchronization
 /// into its latest one (coalescing), so memory stays bounded however long the sink is stuck, and
 /// the first push after the jam carries the current truth. The first coalescing is reported once
 /// through `onCoalesce`.
+///
+/// A push that comes after a quiet spell is delivered at once; one that comes within `holdOff` of
+/// the last delivery waits for the end of that window, with every push that arrives meanwhile. So
+/// a flood of readings costs one wake-up of the delivery thread and one `deliver` per window
+/// instead of one per push (a thread wake-up is worth more CPU than making the push itself).
 public final class Outbox: Sendable {
+    /// The least time between two deliveries: what a push may wait for its batch.
+    public static let holdOff = DispatchTimeInterval.milliseconds(5)
+
     public let capacity: Int
     private let deliver: @Sendable ([OutgoingPush]) -> Void
     private let onCoalesce: @Sendable () -> Void
@@ -22,6 +30,8 @@ public final class Outbox: Sendable {
         var pushes: [WidgetPush] = []
         /// A drain is scheduled or running.
         var draining = false
+        /// When the last drain ended: the next one waits until `holdOff` after it.
+        var drained: DispatchTime?
         var stopped = false
         var coalesced = false
     }
@@ -52,8 +62,8 @@ public final class Outbox: Sendable {
 
     /// Queues a push; never blocks.
     public func offer(_ push: WidgetPush) {
-        let (schedule, firstCoalescing) = waiting.withLock { state -> (Bool, Bool) in
-            if state.stopped { return (false, false) }
+        let (schedule, drained, firstCoalescing) = waiting.withLock { state -> (Bool, DispatchTime?, Bool) in
+            if state.stopped { return (false, nil, false) }
             var coalescing = false
             if state.pushes.count >= capacity {
                 // The widget's waiting pushes give way to its latest; other widgets' never do, so
@@ -66,10 +76,19 @@ public final class Outbox: Sendable {
             let first = coalescing && !state.coalesced
             if coalescing { state.coalesced = true }
             defer { state.draining = true }
-            return (!state.draining, first)
+            return (!state.draining, state.drained, first)
         }
         if firstCoalescing { onCoalesce() }
-        if schedule { queue.async { self.drain() } }
+        if schedule { scheduleDrain(after: drained) }
+    }
+
+    /// Drains at once, or at the end of the hold-off after a drain that ended at `drained`.
+    private func scheduleDrain(after drained: DispatchTime?) {
+        if let drained, case let due = drained + Self.holdOff, due > .now() {
+            queue.asyncAfter(deadline: due) { self.drain() }
+        } else {
+            queue.async { self.drain() }
+        }
     }
 
     /// Lets the queue empty, up to `timeout`, then takes nothing more. True when all was delivered.
@@ -77,6 +96,8 @@ public final class Outbox: Sendable {
     public func stop(timeout: Duration) -> Bool {
         let done = DispatchSemaphore(value: 0)
         queue.async {
+            // Whatever waits for the end of a hold-off goes now.
+            while self.deliverWaiting() {}
             self.waiting.withLock { $0.stopped = true }
             done.signal()
         }
@@ -86,20 +107,32 @@ public final class Outbox: Sendable {
         return finished
     }
 
+    /// Delivers what waits; then, if more came meanwhile, drains again once the hold-off is over.
     private func drain() {
-        while true {
-            let batch = waiting.withLock { state -> [WidgetPush] in
-                if state.pushes.isEmpty {
-                    state.draining = false
-                    return []
-                }
-                defer { state.pushes.removeAll(keepingCapacity: true) }
-                return state.pushes
-            }
-            if batch.isEmpty { return }
-            let outgoing = taken.withLock { taken in batch.compactMap { Self.outgoing($0, after: &taken) } }
-            if !outgoing.isEmpty { deliver(outgoing) }
+        guard deliverWaiting() else { return }
+        let drained = DispatchTime.now()
+        let more = waiting.withLock { state in
+            state.drained = drained
+            if state.pushes.isEmpty { state.draining = false }
+            return state.draining
         }
+        if more { scheduleDrain(after: drained) }
+    }
+
+    /// Delivers every push waiting; false when none was (and no drain is under way any more).
+    private func deliverWaiting() -> Bool {
+        let batch = waiting.withLock { state -> [WidgetPush] in
+            if state.pushes.isEmpty {
+                state.draining = false
+                return []
+            }
+            defer { state.pushes.removeAll(keepingCapacity: true) }
+            return state.pushes
+        }
+        if batch.isEmpty { return false }
+        let outgoing = taken.withLock { taken in batch.compactMap { Self.outgoing($0, after: &taken) } }
+        if !outgoing.isEmpty { deliver(outgoing) }
+        return true
     }
 
     /// The push as this sink sends it, and the record of what it took; nil when nothing changed
@@ -108,12 +141,13 @@ public final class Outbox: Sendable {
         defer { taken[push.widget] = Taken(sequence: push.sequence, document: push.document) }
         let previous = taken[push.widget]
         if push.isFullContent || previous.map({ $0.sequence + 1 == push.sequence }) == true {
-            return OutgoingPush(widget: push.widget, at: push.at, patch: push.patch, document: push.document, isFullContent: push.isFullContent)
+            return OutgoingPush(
+                widget: push.widget, at: push.at, contentPatch: push.contentPatch, document: push.document, isFullContent: push.isFullContent)
         }
         guard let previous else {
-            return OutgoingPush(widget: push.widget, at: push.at, patch: push.document.json, document: push.document, isFullContent: true)
+            return OutgoingPush(widget: push.widget, at: push.at, contentPatch: ContentPatch(push.document.json), document: push.document, isFullContent: true)
         }
         guard let patch = MergePatch.diff(from: previous.document.json, to: push.document.json) else { return nil }
-        return OutgoingPush(widget: push.widget, at: push.at, patch: patch, document: push.document, isFullContent: false)
+        return OutgoingPush(widget: push.widget, at: push.at, contentPatch: ContentPatch(patch), document: push.document, isFullContent: false)
     }
 }

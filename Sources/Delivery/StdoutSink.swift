@@ -28,8 +28,12 @@ public final class StdoutSink: Sink {
             deliver: { pushes in
                 var bytes: [UInt8] = []
                 bytes.reserveCapacity(256 * pushes.count)
+                // The zone's offset once per second of the batch: it is asked for whole seconds.
+                var offset: (second: Double, seconds: Int)?
                 for push in pushes {
-                    PushLine.write(widget: push.widget, at: push.at, patch: push.patch, zone: zone, to: &bytes)
+                    let second = push.at.timeIntervalSince1970.rounded(.down)
+                    if offset?.second != second { offset = (second, zone.utcOffsetSeconds(at: push.at)) }
+                    PushLine.write(widget: push.widget, at: push.at, patch: push.contentPatch, utcOffsetSeconds: offset!.seconds, to: &bytes)
                     bytes.append(0x0A)
                     if let summary {
                         bytes.append(contentsOf: summary(push).utf8)
@@ -55,11 +59,16 @@ public final class StdoutSink: Sink {
 /// configured zone. One writer for `replay` and the stdout sink, so both print the same bytes.
 public enum PushLine {
     /// Appends the line (without its newline) to `out`; the same bytes as printing the JSON object.
-    public static func write(widget: String, at: Date, patch: JSONValue, zone: any LocalTimeZone, to out: inout [UInt8]) {
+    public static func write(widget: String, at: Date, patch: ContentPatch, zone: any LocalTimeZone, to out: inout [UInt8]) {
+        write(widget: widget, at: at, patch: patch, utcOffsetSeconds: zone.utcOffsetSeconds(at: at), to: &out)
+    }
+
+    /// The same, with the zone's offset at `at` already looked up.
+    public static func write(widget: String, at: Date, patch: ContentPatch, utcOffsetSeconds: Int, to out: inout [UInt8]) {
         out.append(contentsOf: #"{"patch":{"content":"#.utf8)
         patch.write(to: &out)
         out.append(contentsOf: #"},"t":""#.utf8)
-        out.append(contentsOf: RFC3339.format(at, utcOffsetSeconds: zone.utcOffsetSeconds(at: at)).utf8)
+        RFC3339.write(at, utcOffsetSeconds: utcOffsetSeconds, to: &out)
         out.append(contentsOf: #"","widget":"#.utf8)
         JSONValue.string(widget).write(to: &out)
         out.append(UInt8(ascii: "}"))

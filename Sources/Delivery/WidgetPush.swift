@@ -9,19 +9,26 @@ public struct WidgetPush: Sendable {
     /// push numbered one less, which is how a sink that skipped pushes knows it must diff itself.
     public var sequence: UInt64
     /// The RFC 7396 merge patch from the previous push's document (the whole content when
-    /// `isFullContent`).
-    public var patch: JSONValue
+    /// `isFullContent`), made into JSON when it is read.
+    public var contentPatch: ContentPatch
     /// The whole document after this push.
     public var document: WidgetContent
     public var isFullContent: Bool
 
-    public init(widget: String, at: Date, sequence: UInt64, patch: JSONValue, document: WidgetContent, isFullContent: Bool) {
+    /// The merge patch as JSON.
+    public var patch: JSONValue { contentPatch.json }
+
+    public init(widget: String, at: Date, sequence: UInt64, patch: ContentPatch, document: WidgetContent, isFullContent: Bool) {
         self.widget = widget
         self.at = at
         self.sequence = sequence
-        self.patch = patch
+        contentPatch = patch
         self.document = document
         self.isFullContent = isFullContent
+    }
+
+    public init(widget: String, at: Date, sequence: UInt64, patch: JSONValue, document: WidgetContent, isFullContent: Bool) {
+        self.init(widget: widget, at: at, sequence: sequence, patch: ContentPatch(patch), document: document, isFullContent: isFullContent)
     }
 }
 
@@ -30,8 +37,12 @@ public struct WidgetPush: Sendable {
 public struct OutgoingPush: Sendable {
     public var widget: String
     public var at: Date
-    public var patch: JSONValue
+    /// Made into JSON when it is read; a writer takes its text with `contentPatch.write(to:)`.
+    public var contentPatch: ContentPatch
     public var document: WidgetContent
     /// The patch is the whole content (nothing was taken before, or the engine started over).
     public var isFullContent: Bool
+
+    /// The merge patch as JSON.
+    public var patch: JSONValue { contentPatch.json }
 }

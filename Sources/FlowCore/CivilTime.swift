@@ -128,22 +128,59 @@ public enum RFC3339 {
 
     /// Formats an instant as local time at the given offset: `2026-03-29T03:00:00+02:00`.
     public static func format(_ instant: Date, utcOffsetSeconds offset: Int) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(29)
+        write(instant, utcOffsetSeconds: offset, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends what `format` returns to `out`, digit by digit: every pushed line carries a time,
+    /// and building it from interpolated strings cost more than the rest of the line.
+    public static func write(_ instant: Date, utcOffsetSeconds offset: Int, to out: inout [UInt8]) {
         let totalMillis = Int64((instant.timeIntervalSince1970 * 1000).rounded()) + Int64(offset) * 1000
         let millis = Int(((totalMillis % 1000) + 1000) % 1000)
         let totalSeconds = Int((totalMillis - Int64(millis)) / 1000)
         let days = Int((Double(totalSeconds) / 86_400).rounded(.down))
         let secondOfDay = totalSeconds - days * 86_400
-        func pad(_ value: Int, _ width: Int = 2) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
+        let date = CivilDate(daysSinceEpoch: days)
+        func digits(_ value: Int, _ width: Int) {
+            // At least `width` digits, zero-padded; a year beyond 9999 keeps all of its digits.
+            var text = String(value)
+            if text.utf8.count < width { text = String(repeating: "0", count: width - text.utf8.count) + text }
+            out.append(contentsOf: text.utf8)
         }
-        var text = "\(CivilDate(daysSinceEpoch: days))T\(pad(secondOfDay / 3600)):\(pad(secondOfDay / 60 % 60)):\(pad(secondOfDay % 60))"
-        if millis != 0 { text += "." + pad(millis, 3) }
-        if offset == 0 {
-            text += "Z"
+        func pair(_ value: Int) {
+            out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10))
+            out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10))
+        }
+        if (0...9999).contains(date.year) {
+            pair(date.year / 100)
+            pair(date.year % 100)
         } else {
-            text += (offset < 0 ? "-" : "+") + pad(abs(offset) / 3600) + ":" + pad(abs(offset) / 60 % 60)
+            digits(date.year, 4)
         }
-        return text
+        out.append(UInt8(ascii: "-"))
+        pair(date.month)
+        out.append(UInt8(ascii: "-"))
+        pair(date.day)
+        out.append(UInt8(ascii: "T"))
+        pair(secondOfDay / 3600)
+        out.append(UInt8(ascii: ":"))
+        pair(secondOfDay / 60 % 60)
+        out.append(UInt8(ascii: ":"))
+        pair(secondOfDay % 60)
+        if millis != 0 {
+            out.append(UInt8(ascii: "."))
+            out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: millis / 100))
+            pair(millis % 100)
+        }
+        if offset == 0 {
+            out.append(UInt8(ascii: "Z"))
+        } else {
+            out.append(offset < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
+            pair(abs(offset) / 3600)
+            out.append(UInt8(ascii: ":"))
+            pair(abs(offset) / 60 % 60)
+        }
     }
 }

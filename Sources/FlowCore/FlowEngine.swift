@@ -45,16 +45,45 @@ public struct FlowEngine: Sendable {
     }
 
     struct NodeState: Sendable {
-        let place: NodePlace
-        let config: NodeConfig
-        /// Empty for the derived output.
-        let terms: [Term]
-        let level: Int?
-        let counter: Int?
-        let maxGapSeconds: Double
+        /// What a node is, fixed once the engine is built. Behind one reference: a node is copied
+        /// wherever a document is made, and a copy of the config's texts and arrays retained each
+        /// of them, at every message.
+        final class Setup: Sendable {
+            let place: NodePlace
+            let config: NodeConfig
+            /// Empty for the derived output.
+            let terms: [Term]
+            let level: Int?
+            let counter: Int?
+            let maxGapSeconds: Double
+            let isBalance: Bool
+
+            init(place: NodePlace, config: NodeConfig, terms: [Term], level: Int?, counter: Int?, maxGapSeconds: Double) {
+                self.place = place
+                self.config = config
+                self.terms = terms
+                self.level = level
+                self.counter = counter
+                self.maxGapSeconds = maxGapSeconds
+                isBalance = config.rate == .balance
+            }
+        }
+
+        let setup: Setup
         var total: EnergyTotal?
 
-        var isBalance: Bool { config.rate == .balance }
+        init(place: NodePlace, config: NodeConfig, terms: [Term], level: Int?, counter: Int?, maxGapSeconds: Double, total: EnergyTotal?) {
+            setup = Setup(place: place, config: config, terms: terms, level: level, counter: counter, maxGapSeconds: maxGapSeconds)
+            self.total = total
+        }
+
+        var place: NodePlace { setup.place }
+        var config: NodeConfig { setup.config }
+        var terms: [Term] { setup.terms }
+        var level: Int? { setup.level }
+        var counter: Int? { setup.counter }
+        var maxGapSeconds: Double { setup.maxGapSeconds }
+        var isBalance: Bool { setup.isBalance }
         /// Inputs and the output are magnitudes; exchange and storage are signed.
         var isMagnitude: Bool { place.slot == .inputs || place.slot == .output }
     }
@@ -226,16 +255,18 @@ public struct FlowEngine: Sendable {
         // Every source the message feeds reads first (one Tasmota payload can hold the power and
         // the day's energy), then the totals move, all with the same readings.
         let accepted = matched.filter { accept(payload, topic: topic, for: $0, at: now, kind: kind, into: &out) }
-        var touched: Set<Int> = []
-        for source in accepted {
-            for (position, widget) in widgets.enumerated() where widget.reads.contains(source) {
-                if kind != .late { account(source, in: position, at: now, integrating: kind == .live, into: &out) }
-                touched.insert(position)
+        // Widgets are read in place, by position: a copy of one retains all of its parts.
+        if kind != .late {
+            for source in accepted {
+                for position in widgets.indices where widgets[position].reads.contains(source) {
+                    account(source, in: position, at: now, integrating: kind == .live, into: &out)
+                }
             }
         }
         // A late reading shows as of the latest event: no push is stamped back in time.
         let shownAt = kind == .late ? clock ?? now : now
-        for position in touched.sorted() {
+        // The widgets the accepted readings touch, in order.
+        for position in widgets.indices where accepted.contains(where: { widgets[position].reads.contains($0) }) {
             if widgets[position].policy.readingArrived(at: shownAt) {
                 offer(position, at: shownAt, urgent: false, into: &out)
             } else {

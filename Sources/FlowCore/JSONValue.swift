@@ -94,7 +94,7 @@ extension JSONValue: CustomStringConvertible {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
-        case .number(let number): out.append(contentsOf: JSONValue.format(number).utf8)
+        case .number(let number): JSONValue.writeNumber(number, to: &out)
         case .string(let text): JSONValue.writeString(text, to: &out)
         case .array(let items):
             out.append(UInt8(ascii: "["))
@@ -105,11 +105,18 @@ extension JSONValue: CustomStringConvertible {
             out.append(UInt8(ascii: "]"))
         case .object(let members):
             out.append(UInt8(ascii: "{"))
-            for (index, key) in members.keys.sorted(by: JSONValue.keyOrder).enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
+            func member(_ key: String, _ value: JSONValue) {
                 JSONValue.writeString(key, to: &out)
                 out.append(UInt8(ascii: ":"))
-                members[key]!.write(to: &out)
+                value.write(to: &out)
+            }
+            if members.count == 1, let (key, value) = members.first {
+                member(key, value)  // most members of a patch: nothing to sort
+            } else {
+                for (index, (key, value)) in members.sorted(by: { JSONValue.keyOrder($0.key, $1.key) }).enumerated() {
+                    if index > 0 { out.append(UInt8(ascii: ",")) }
+                    member(key, value)
+                }
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -117,7 +124,31 @@ extension JSONValue: CustomStringConvertible {
 
     /// Byte order of the UTF-8 text: the same on every platform and locale.
     static func keyOrder(_ lhs: String, _ rhs: String) -> Bool {
-        lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+        // Native strings compare in their storage; others through the generic view.
+        let compared = lhs.utf8.withContiguousStorageIfAvailable { left in
+            rhs.utf8.withContiguousStorageIfAvailable { right in left.lexicographicallyPrecedes(right) }
+        }
+        return (compared ?? nil) ?? lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+    }
+
+    /// Appends what `format` returns; whole numbers digit by digit, without making a String.
+    static func writeNumber(_ number: Double, to out: inout [UInt8]) {
+        guard number.isFinite, number == number.rounded(), abs(number) < 1e15 else {
+            out.append(contentsOf: format(number).utf8)
+            return
+        }
+        var magnitude = Int64(number).magnitude  // also turns -0 into 0
+        if number < 0, magnitude != 0 { out.append(UInt8(ascii: "-")) }
+        var digits: (UInt64, UInt64) = (0, 0)  // 16 bytes: room for the 15 digits below 1e15
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var start = buffer.count
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            out.append(contentsOf: buffer[start...])
+        }
     }
 
     /// Formats a number the way a person writes it: integers without a fraction, other values with
@@ -133,19 +164,27 @@ extension JSONValue: CustomStringConvertible {
 
     static func writeString(_ text: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
-            case 0x0A: out.append(contentsOf: "\\n".utf8)
-            case 0x0D: out.append(contentsOf: "\\r".utf8)
-            case 0x09: out.append(contentsOf: "\\t".utf8)
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: "\\u00".utf8)
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0xF)])
-            default: out.append(byte)
+        var text = text
+        text.withUTF8 { bytes in
+            // Most texts (names, keys) need no escape: one copy.
+            guard bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                out.append(contentsOf: bytes)
+                return
+            }
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
+                case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
+                case 0x0A: out.append(contentsOf: "\\n".utf8)
+                case 0x0D: out.append(contentsOf: "\\r".utf8)
+                case 0x09: out.append(contentsOf: "\\t".utf8)
+                case 0..<0x20:
+                    let hex = Array("0123456789abcdef".utf8)
+                    out.append(contentsOf: "\\u00".utf8)
+                    out.append(hex[Int(byte >> 4)])
+                    out.append(hex[Int(byte & 0xF)])
+                default: out.append(byte)
+                }
             }
         }
         out.append(UInt8(ascii: "\""))
@@ -233,23 +272,62 @@ struct JSONParser: ~Copyable {
     }
 
     mutating func parseObject() throws(JSONParseError) -> JSONValue {
+        var members: [String: JSONValue] = [:]
+        try readObject { parser, key throws(JSONParseError) in
+            members[try key.text(&parser)] = try parser.parseValue()
+        }
+        return .object(members)
+    }
+
+    mutating func parseArray() throws(JSONParseError) -> JSONValue {
+        var items: [JSONValue] = []
+        try readArray { parser, _ throws(JSONParseError) in items.append(try parser.parseValue()) }
+        return .array(items)
+    }
+
+    /// A member's key where it stands in the text: compared in place, made a String only on demand.
+    struct Key {
+        /// The bytes between the quotes.
+        let range: Range<Int>
+        /// Holds an escape: the text is not the bytes as they stand.
+        let escaped: Bool
+
+        func text(_ parser: inout JSONParser) throws(JSONParseError) -> String {
+            guard escaped else { return String(decoding: UnsafeBufferPointer(rebasing: parser.bytes[range]), as: UTF8.self) }
+            let resume = parser.index
+            parser.index = range.lowerBound - 1
+            defer { parser.index = resume }
+            return try parser.parseString()
+        }
+
+        func equals(_ wanted: String, _ parser: inout JSONParser) throws(JSONParseError) -> Bool {
+            guard escaped else { return UnsafeBufferPointer(rebasing: parser.bytes[range]).elementsEqual(wanted.utf8) }
+            return try text(&parser) == wanted
+        }
+    }
+
+    /// Reads an object, member by member: `member` gets each key with the parser at its value, and
+    /// must read the value. One reader for building, skipping and scanning, so all three accept the
+    /// same texts and fail with the same errors at the same places.
+    mutating func readObject(_ member: (inout JSONParser, Key) throws(JSONParseError) -> Void) throws(JSONParseError) {
         try enter()
         index += 1
-        var members: [String: JSONValue] = [:]
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object(members)
+            return
         }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a key") }
-            let key = try parseString()
+            let start = index + 1
+            let escaped = try readString(keeping: false).escaped
+            let key = Key(range: start..<(index - 1), escaped: escaped)
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
-            members[key] = try parseValue()
+            try member(&self, key)
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of JSON") }
             if bytes[index] == UInt8(ascii: ",") {
@@ -257,25 +335,28 @@ struct JSONParser: ~Copyable {
             } else if bytes[index] == UInt8(ascii: "}") {
                 index += 1
                 depth -= 1
-                return .object(members)
+                return
             } else {
                 throw fail("expected ',' or '}'")
             }
         }
     }
 
-    mutating func parseArray() throws(JSONParseError) -> JSONValue {
+    /// Reads an array, item by item: `item` gets each position with the parser at the item, and
+    /// must read it.
+    mutating func readArray(_ item: (inout JSONParser, Int) throws(JSONParseError) -> Void) throws(JSONParseError) {
         try enter()
         index += 1
-        var items: [JSONValue] = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
             index += 1
             depth -= 1
-            return .array(items)
+            return
         }
+        var position = 0
         while true {
-            items.append(try parseValue())
+            try item(&self, position)
+            position += 1
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of JSON") }
             if bytes[index] == UInt8(ascii: ",") {
@@ -283,14 +364,34 @@ struct JSONParser: ~Copyable {
             } else if bytes[index] == UInt8(ascii: "]") {
                 index += 1
                 depth -= 1
-                return .array(items)
+                return
             } else {
                 throw fail("expected ',' or ']'")
             }
         }
     }
 
+    /// Checks one value and moves past it, making nothing of it.
+    mutating func skipValue() throws(JSONParseError) {
+        skipWhitespace()
+        guard index < bytes.count else { throw fail("unexpected end of JSON") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): try readObject { parser, _ throws(JSONParseError) in try parser.skipValue() }
+        case UInt8(ascii: "["): try readArray { parser, _ throws(JSONParseError) in try parser.skipValue() }
+        case UInt8(ascii: "\""): _ = try readString(keeping: false)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try readNumber(converting: false)
+        default: _ = try parseValue()  // a literal
+        }
+    }
+
     mutating func parseNumber() throws(JSONParseError) -> Double {
+        try readNumber(converting: true)!
+    }
+
+    /// Reads a number; without `converting`, only checks it (converting only what could be out of
+    /// range: one with an exponent or more digits than a finite Double has before its point).
+    @discardableResult
+    mutating func readNumber(converting: Bool) throws(JSONParseError) -> Double? {
         let start = index
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
         func digits(_ parser: inout JSONParser) -> Int {
@@ -311,39 +412,48 @@ struct JSONParser: ~Copyable {
             index += 1
             guard digits(&self) > 0 else { throw fail("expected a digit after '.'") }
         }
+        var exponent = false
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            exponent = true
             index += 1
             if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
                 index += 1
             }
             guard digits(&self) > 0 else { throw fail("expected a digit in the exponent") }
         }
+        if !converting, !exponent, intDigits <= 308 { return nil }
         let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
         guard let number = NumberText.double(ascii: text) else { throw fail("number out of range") }
         return number
     }
 
     mutating func parseString() throws(JSONParseError) -> String {
+        try readString(keeping: true).text!
+    }
+
+    /// Reads a string; without `keeping` it is only checked, and no text is made. `escaped`: the
+    /// string held an escape.
+    mutating func readString(keeping: Bool) throws(JSONParseError) -> (text: String?, escaped: Bool) {
         index += 1  // opening quote
         let start = index
         // Fast path: no escapes.
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                let text = keeping ? String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self) : nil
                 index += 1
-                return text
+                return (text, false)
             }
             if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
             index += 1
         }
-        var scalars: [UInt8] = Array(bytes[start..<index])
+        var scalars: [UInt8] = keeping ? Array(bytes[start..<index]) : []
         while index < bytes.count {
             let byte = bytes[index]
             switch byte {
             case UInt8(ascii: "\""):
                 index += 1
-                return String(decoding: scalars, as: UTF8.self)
+                return (keeping ? String(decoding: scalars, as: UTF8.self) : nil, true)
             case 0..<0x20:
                 throw fail("control character in a string")
             case UInt8(ascii: "\\"):

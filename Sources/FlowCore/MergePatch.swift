@@ -43,35 +43,148 @@ extension FlowContent {
     /// `MergePatch.diff(from: old.json, to: new.json)`, computed from the models: only the parts
     /// that differ are turned into JSON, which is what keeps a push cheap when one rate moved.
     public static func mergePatch(from old: FlowContent, to new: FlowContent) -> JSONValue? {
-        if old == new { return nil }
-        var patch: [String: JSONValue] = [:]
+        var patch = JSONPatchBuilder()
+        mergePatch(from: old, to: new, into: &patch)
+        return patch.members.isEmpty ? nil : .object(patch.members)
+    }
+
+    /// The patch from `old` to `new`, member by member in key order, into `patch`: one account
+    /// of what changed for the JSON value and for the text written straight from the models.
+    static func mergePatch<Builder: MergePatchBuilder>(from old: FlowContent, to new: FlowContent, into patch: inout Builder) {
+        // The shared fields and the unit (a reloaded config): their keys sort around "flow".
+        var top: [(key: String, value: JSONValue)] = []
         if old.shared != new.shared || old.unit != new.unit {
             var oldTop = old
             var newTop = new
             (oldTop.inputs, oldTop.output, oldTop.storage, oldTop.exchange) = (nil, nil, nil, nil)
             (newTop.inputs, newTop.output, newTop.storage, newTop.exchange) = (nil, nil, nil, nil)
             if case .object(let members)? = MergePatch.diff(from: oldTop.json, to: newTop.json) {
-                patch = members.filter { $0.key != "flow" }
+                top = members.filter { $0.key != "flow" }.sorted { JSONValue.keyOrder($0.key, $1.key) }
             }
         }
-        var flow: [String: JSONValue] = [:]
-        if old.inputs != new.inputs {
-            flow[FlowSlot.inputs.rawValue] = new.inputs.map { .array($0.map(\.json)) } ?? .null
-        }
-        func node(_ slot: FlowSlot, _ before: FlowNode?, _ after: FlowNode?) {
-            switch (before, after) {
-            case (let before?, let after?): flow[slot.rawValue] = FlowNode.mergePatch(from: before, to: after)
-            case (_?, nil): flow[slot.rawValue] = .null
-            case (nil, let after?): flow[slot.rawValue] = after.json
-            case (nil, nil): break
+        for member in top where JSONValue.keyOrder(member.key, "flow") { patch.set(member.key, member.value) }
+        patch.object("flow") { flow in
+            func node(_ slot: FlowSlot, _ before: FlowNode?, _ after: FlowNode?) {
+                switch (before, after) {
+                case (let before?, let after?):
+                    flow.object(slot.rawValue) { node in
+                        for field in FlowNode.Field.allCases where field.differs(before, after) { node.set(field.key, field.value(after) ?? .null) }
+                    }
+                case (_?, nil): flow.set(slot.rawValue, .null)
+                case (nil, let after?): flow.set(slot.rawValue, after.json)
+                case (nil, nil): break
+                }
             }
+            // In key order: exchange, inputs, output, storage.
+            node(.exchange, old.exchange, new.exchange)
+            if old.inputs != new.inputs {
+                flow.set(FlowSlot.inputs.rawValue, new.inputs.map { .array($0.map(\.json)) } ?? .null)
+            }
+            node(.output, old.output, new.output)
+            node(.storage, old.storage, new.storage)
         }
-        node(.output, old.output, new.output)
-        node(.storage, old.storage, new.storage)
-        node(.exchange, old.exchange, new.exchange)
-        if !flow.isEmpty { patch["flow"] = .object(flow) }
-        return patch.isEmpty ? nil : .object(patch)
+        for member in top where JSONValue.keyOrder("flow", member.key) { patch.set(member.key, member.value) }
     }
+}
+
+/// Where a merge patch goes as it is worked out: into a JSON value (`JSONPatchBuilder`), or
+/// straight into the bytes of its JSON text (`JSONPatchWriter`). Members come in the order of
+/// their keys' UTF-8 bytes, the order in which JSON text is written.
+protocol MergePatchBuilder {
+    mutating func set(_ key: String, _ value: JSONValue)
+    /// A nested object, left out when `body` sets nothing in it.
+    mutating func object(_ key: String, _ body: (inout Self) -> Void)
+}
+
+/// Builds the patch as a JSON value.
+struct JSONPatchBuilder: MergePatchBuilder {
+    var members: [String: JSONValue] = [:]
+
+    mutating func set(_ key: String, _ value: JSONValue) { members[key] = value }
+
+    mutating func object(_ key: String, _ body: (inout Self) -> Void) {
+        var nested = JSONPatchBuilder()
+        body(&nested)
+        if !nested.members.isEmpty { members[key] = .object(nested.members) }
+    }
+}
+
+/// Writes the patch's members as JSON text, the same bytes as `JSONValue.write` of the patch.
+struct JSONPatchWriter: MergePatchBuilder {
+    var out: [UInt8]
+    /// Members written so far in the object being written.
+    var count = 0
+
+    mutating func set(_ key: String, _ value: JSONValue) {
+        writeKey(key)
+        value.write(to: &out)
+        count += 1
+    }
+
+    mutating func object(_ key: String, _ body: (inout Self) -> Void) {
+        let start = out.count
+        let outer = count
+        writeKey(key)
+        out.append(UInt8(ascii: "{"))
+        count = 0
+        body(&self)
+        if count == 0 {
+            out.removeSubrange(start...)  // nothing in it: the key goes too
+            count = outer
+        } else {
+            out.append(UInt8(ascii: "}"))
+            count = outer + 1
+        }
+    }
+
+    private mutating func writeKey(_ key: String) {
+        if count > 0 { out.append(UInt8(ascii: ",")) }
+        JSONValue.writeString(key, to: &out)
+        out.append(UInt8(ascii: ":"))
+    }
+}
+
+/// The merge patch of one push, made into JSON only when it is read. Most pushes are only
+/// written out (standard output, replay), and `write(to:)` takes a flow's patch straight from
+/// the two documents, without the dictionaries of a JSON value: building the patch and then
+/// writing it cost more than the rest of a reading's way through the engine.
+public struct ContentPatch: Sendable, Equatable {
+    private enum Form: Sendable {
+        case json(JSONValue)
+        case between(WidgetContent, WidgetContent)
+    }
+
+    private let form: Form
+
+    /// A patch that is already JSON (a whole document, a diff made elsewhere).
+    public init(_ json: JSONValue) { form = .json(json) }
+
+    /// The patch from `old` to `new`, to be worked out when it is read.
+    public init(from old: WidgetContent, to new: WidgetContent) { form = .between(old, new) }
+
+    /// The patch as a JSON value; `{}` when the documents do not differ.
+    public var json: JSONValue {
+        switch form {
+        case .json(let json): json
+        case .between(let old, let new): WidgetContent.mergePatch(from: old, to: new) ?? .object([:])
+        }
+    }
+
+    /// Appends the patch's JSON text: the bytes `json.write(to:)` would append.
+    public func write(to out: inout [UInt8]) {
+        guard case .between(.flow(let old), .flow(let new)) = form else {
+            json.write(to: &out)
+            return
+        }
+        var writer = JSONPatchWriter(out: [])
+        swap(&writer.out, &out)
+        writer.out.append(UInt8(ascii: "{"))
+        FlowContent.mergePatch(from: old, to: new, into: &writer)
+        writer.out.append(UInt8(ascii: "}"))
+        swap(&writer.out, &out)
+    }
+
+    public static func == (lhs: ContentPatch, rhs: ContentPatch) -> Bool { lhs.json == rhs.json }
 }
 
 extension ProgressContent {

@@ -21,7 +21,14 @@ import FoundationEssentials
 public struct PatchPolicy: Sendable {
     public let config: PatchPolicyConfig
     /// The document the widget shows now (the last one pushed).
-    public private(set) var delivered: WidgetContent?
+    public private(set) var delivered: WidgetContent? {
+        didSet {
+            if case .flow(let flow)? = delivered { deliveredFlow = flow } else { deliveredFlow = nil }
+        }
+    }
+    /// `delivered` when it is a flow, kept unboxed: a flow is offered at every reading, and holding
+    /// and comparing against a copy taken out of the box each time cost more than the offer itself.
+    private var deliveredFlow: FlowContent?
     public private(set) var lastPushAt: Date?
     /// When a change held back by `minInterval` is due.
     public private(set) var trailingAt: Date?
@@ -54,12 +61,15 @@ public struct PatchPolicy: Sendable {
 
     /// What to send.
     public struct Push: Sendable, Equatable {
-        /// The merge patch of the content; the whole content on the first push.
-        public var patch: JSONValue
+        /// The merge patch of the content; the whole content on the first push. Made into JSON
+        /// when it is read (see `ContentPatch`).
+        public var contentPatch: ContentPatch
         /// The whole content after the push.
         public var document: WidgetContent
         public var isFullContent: Bool
 
+        /// The merge patch as JSON.
+        public var patch: JSONValue { contentPatch.json }
         public var content: JSONValue { document.json }
     }
 
@@ -76,30 +86,51 @@ public struct PatchPolicy: Sendable {
     /// Offers the widget's current content at `now`. `urgent` (the day rolled over) skips the
     /// interval and the settling. Returns the push to make, or nil when nothing is due.
     public mutating func offer(_ candidate: WidgetContent, at now: Date, urgent: Bool) -> Push? {
+        if case .flow(let flow) = candidate { return offer(flow: flow, at: now, urgent: urgent) }
+        let due = urgent || intervalOver(at: now) || delivered.map { isPrompt(candidate, after: $0) } ?? true
+        return decide(candidate, unchanged: delivered == candidate, due: due, at: now, urgent: urgent)
+    }
+
+    /// `offer(.flow(candidate), …)`: the rates are held, and the flow compared, against the flow
+    /// delivered where it is kept, unboxed.
+    public mutating func offer(flow candidate: FlowContent, at now: Date, urgent: Bool) -> Push? {
+        var shaped = candidate
+        var unchanged = false
+        if let deliveredFlow {
+            hold(&shaped, against: deliveredFlow)
+            unchanged = shaped == deliveredFlow
+        }
+        let due = urgent || intervalOver(at: now) || deliveredFlow.map { isPrompt(shaped, after: $0) } ?? true
+        return decide(.flow(shaped), unchanged: unchanged, due: due, at: now, urgent: urgent)
+    }
+
+    /// `minInterval` has passed since the last push (or the clock went back before it).
+    private func intervalOver(at now: Date) -> Bool {
+        lastPushAt.map { now < $0 || now.timeIntervalSince($0) >= config.minIntervalSeconds } ?? true
+    }
+
+    /// The rules of an offer of `shaped` (rates held): `unchanged` when it is the document
+    /// delivered; `due` when a change may go out now (urgent, the interval over, or prompt).
+    private mutating func decide(_ shaped: WidgetContent, unchanged: Bool, due: Bool, at now: Date, urgent: Bool) -> Push? {
         if isSettling(at: now) {
             guard urgent else { return nil }
         } else {
             settlesAt = nil
         }
         guard let delivered else {
-            return push(candidate, patch: candidate.json, at: now, full: true)
+            return push(shaped, patch: ContentPatch(shaped.json), at: now, full: true)
         }
-        let shaped = holding(candidate, against: delivered)
-        guard shaped != delivered else {
+        guard !unchanged else {
             trailingAt = nil
             return nil
         }
-        let intervalOver = lastPushAt.map { now < $0 || now.timeIntervalSince($0) >= config.minIntervalSeconds } ?? true
-        guard urgent || intervalOver || isPrompt(shaped, after: delivered) else {
+        guard due else {
             trailingAt = lastPushAt!.addingTimeInterval(config.minIntervalSeconds)
             return nil
         }
-        // The patch only for a push: a change held back is offered again when the interval ends.
-        guard let patch = WidgetContent.mergePatch(from: delivered, to: shaped) else {
-            trailingAt = nil
-            return nil
-        }
-        return push(shaped, patch: patch, at: now, full: false)
+        // Documents that differ have a patch that is not empty (a valid document holds no NaN,
+        // the one value that differs from itself and prints like another); it is made when read.
+        return push(shaped, patch: ContentPatch(from: delivered, to: shaped), at: now, full: false)
     }
 
     /// Takes over what another policy (of a config being replaced) delivered, so that the next push
@@ -120,11 +151,11 @@ public struct PatchPolicy: Sendable {
         settlesAt = settlesAt?.addingTimeInterval(seconds)
     }
 
-    private mutating func push(_ content: WidgetContent, patch: JSONValue, at now: Date, full: Bool) -> Push {
+    private mutating func push(_ content: WidgetContent, patch: ContentPatch, at now: Date, full: Bool) -> Push {
         delivered = content
         lastPushAt = now
         trailingAt = nil
-        return Push(patch: patch, document: content, isFullContent: full)
+        return Push(contentPatch: patch, document: content, isFullContent: full)
     }
 
     /// A change that goes out as soon as it has settled, whatever the interval: a flow's slot
@@ -132,10 +163,7 @@ public struct PatchPolicy: Sendable {
     /// turning from up to down or back, or its window appearing or disappearing (a window left
     /// standing on a draining battery would go on filling the bar).
     func isPrompt(_ new: WidgetContent, after old: WidgetContent) -> Bool {
-        if case .flow(let new) = new, case .flow(let old) = old {
-            return Self.slots(of: new) != Self.slots(of: old) || reversed(new.exchange, from: old.exchange)
-                || reversed(new.storage, from: old.storage)
-        }
+        if case .flow(let new) = new, case .flow(let old) = old { return isPrompt(new, after: old) }
         if case .progress(let new) = new, case .progress(let old) = old {
             let reversal = (new.trend == "up" && old.trend == "down") || (new.trend == "down" && old.trend == "up")
             return reversal || (new.startDate == nil) != (old.startDate == nil)
@@ -143,9 +171,19 @@ public struct PatchPolicy: Sendable {
         return true  // the widget changed its template (a reloaded config)
     }
 
+    func isPrompt(_ new: FlowContent, after old: FlowContent) -> Bool {
+        Self.slots(of: new) != Self.slots(of: old) || reversed(new.exchange, from: old.exchange)
+            || reversed(new.storage, from: old.storage)
+    }
+
     /// Which slots are drawn, and how many inputs.
-    static func slots(of content: FlowContent) -> [Int] {
-        [content.inputs?.count ?? -1, content.output == nil ? 0 : 1, content.storage == nil ? 0 : 1, content.exchange == nil ? 0 : 1]
+    static func slots(of content: FlowContent) -> Slots {
+        Slots(inputs: content.inputs?.count ?? -1, output: content.output != nil, storage: content.storage != nil, exchange: content.exchange != nil)
+    }
+
+    struct Slots: Equatable {
+        var inputs: Int
+        var output, storage, exchange: Bool
     }
 
     /// Import ↔ export, filling ↔ draining: both sides clearly away from 0, in opposite directions.
@@ -154,22 +192,17 @@ public struct PatchPolicy: Sendable {
         return config.direction(ofRate: rate) * config.direction(ofRate: oldRate) < 0
     }
 
-    /// The candidate with every flow rate that moved less than the deadband held at what the widget
-    /// shows. (A progress document comes held: see the type's note.)
-    private func holding(_ candidate: WidgetContent, against delivered: WidgetContent) -> WidgetContent {
-        guard case .flow(let flow) = candidate, case .flow(let old) = delivered else { return candidate }
-        func hold(_ node: FlowNode?, _ old: FlowNode?) -> FlowNode? {
-            guard var node, let rate = node.rate else { return node }
-            node.rate = config.holding(rate, shown: old?.rate)
-            return node
+    /// Holds every rate of `flow` that moved less than the deadband at what the widget shows, in
+    /// place. (A progress document comes held: see the type's note.)
+    private func hold(_ flow: inout FlowContent, against old: FlowContent) {
+        func hold(_ node: inout FlowNode, _ old: FlowNode?) {
+            if let rate = node.rate { node.rate = config.holding(rate, shown: old?.rate) }
         }
-        var shaped = flow
-        if let inputs = flow.inputs, let old = old.inputs, inputs.count == old.count {
-            shaped.inputs = zip(inputs, old).map { hold($0, $1)! }
+        if let old = old.inputs, flow.inputs?.count == old.count {
+            for index in old.indices { hold(&flow.inputs![index], old[index]) }
         }
-        shaped.output = hold(flow.output, old.output)
-        shaped.storage = hold(flow.storage, old.storage)
-        shaped.exchange = hold(flow.exchange, old.exchange)
-        return .flow(shaped)
+        if flow.output != nil { hold(&flow.output!, old.output) }
+        if flow.storage != nil { hold(&flow.storage!, old.storage) }
+        if flow.exchange != nil { hold(&flow.exchange!, old.exchange) }
     }
 }

@@ -85,39 +85,6 @@ public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
         }
         self.steps = steps
     }
-
-    /// The value at this path, or nil when a step does not exist.
-    public func value(in document: JSONValue) -> JSONValue? {
-        if case .found(let value) = lookup(in: document) { return value }
-        return nil
-    }
-
-    /// What a path finds in a document.
-    public enum Lookup: Sendable, Equatable {
-        case found(JSONValue)
-        /// An object without the key, or an array without the index.
-        case missing
-        /// A step meets a value of the wrong kind (a key into a number): the path does not fit the
-        /// document at all.
-        case mismatch
-    }
-
-    public func lookup(in document: JSONValue) -> Lookup {
-        var current = document
-        for step in steps {
-            switch (step, current) {
-            case (.key(let key), .object(let members)):
-                guard let next = members[key] else { return .missing }
-                current = next
-            case (.index(let index), .array(let items)):
-                guard index < items.count else { return .missing }
-                current = items[index]
-            default:
-                return .mismatch
-            }
-        }
-        return .found(current)
-    }
 }
 
 /// Reads one number out of an MQTT payload (DESIGN §1.1).
@@ -149,24 +116,23 @@ public struct PayloadDecoder: Sendable, Hashable {
             return number(in: text, quoted: false)
         }
         if text.isEmpty { return .noReading }
-        let document: JSONValue
+        let found: PathScan
         do {
-            document = try JSONValue(parsing: Array(text))
+            found = try text.withUnsafeBufferPointer { buffer throws(JSONParseError) in
+                var parser = JSONParser(bytes: buffer)
+                return try parser.scanDocument(path.steps[...])
+            }
         } catch {
             if Self.isNoReading(text) { return .noReading }
             return .invalid("not JSON (\(error))")
         }
-        let found: JSONValue
-        switch path.lookup(in: document) {
-        case .found(let value): found = value
-        case .missing: return .noField
-        case .mismatch: return .invalid("the path \(path) does not fit the payload (\(document.kindDescription))")
-        }
         switch found {
         case .number(let number): return .value(number + 0.0)
         case .null: return .noReading
-        case .string(let inner): return number(in: Array(inner.utf8)[...], quoted: true)
-        default: return .invalid("\(path) is \(found.kindDescription), not a number")
+        case .text(let inner): return number(in: Array(inner.utf8)[...], quoted: true)
+        case .other(let kind): return .invalid("\(path) is \(kind), not a number")
+        case .missing: return .noField
+        case .mismatch: return .invalid("the path \(path) does not fit the payload (\(JSONParser.kindDescription(startingWith: text.first!)))")
         }
     }
 
@@ -174,13 +140,13 @@ public struct PayloadDecoder: Sendable, Hashable {
     func number(in raw: ArraySlice<UInt8>, quoted: Bool) -> DecodedPayload {
         let text = Self.trimmed(raw)
         if text.isEmpty || Self.isNoReading(text) { return .noReading }
-        var bytes = Array(text)
+        var bytes = text
         if decimalComma, let comma = bytes.firstIndex(of: UInt8(ascii: ",")), !bytes.contains(UInt8(ascii: ".")) {
             bytes[comma] = UInt8(ascii: ".")
         }
-        let shown = String(decoding: text.prefix(40), as: UTF8.self)
+        var shown: String { String(decoding: text.prefix(40), as: UTF8.self) }
         guard Self.hasNumberShape(bytes) else {
-            if !decimalComma, bytes.contains(UInt8(ascii: ",")), Self.hasNumberShape(bytes.map { $0 == UInt8(ascii: ",") ? UInt8(ascii: ".") : $0 }) {
+            if !decimalComma, bytes.contains(UInt8(ascii: ",")), Self.hasNumberShape(bytes.map { $0 == UInt8(ascii: ",") ? UInt8(ascii: ".") : $0 }[...]) {
                 return .invalid("'\(shown)' has a decimal comma; set `decimal_comma: true` on the source")
             }
             return .invalid(quoted ? "\"\(shown)\" is text, not a number" : "'\(shown)' is not a number")
@@ -204,29 +170,102 @@ public struct PayloadDecoder: Sendable, Hashable {
 
     static func isNoReading(_ text: ArraySlice<UInt8>) -> Bool {
         guard text.count <= 11 else { return false }
+        // Every word but "-" has a letter: a number is told apart without making a String.
+        guard text.contains(where: { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0 | 0x20) }) else {
+            return text.elementsEqual("-".utf8)
+        }
         return noReadingWords.contains(String(decoding: text, as: UTF8.self).lowercased())
     }
 
     /// `[+-]digits[.digits][(e|E)[+-]digits]`, also `.5` and `5.`; nothing else (no `inf`, no hex).
-    static func hasNumberShape(_ bytes: [UInt8]) -> Bool {
-        var index = 0
+    static func hasNumberShape(_ bytes: ArraySlice<UInt8>) -> Bool {
+        var index = bytes.startIndex
         func digits() -> Int {
             let start = index
-            while index < bytes.count, (48...57).contains(bytes[index]) { index += 1 }
+            while index < bytes.endIndex, (48...57).contains(bytes[index]) { index += 1 }
             return index - start
         }
-        if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+        if index < bytes.endIndex, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
         var mantissa = digits()
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+        if index < bytes.endIndex, bytes[index] == UInt8(ascii: ".") {
             index += 1
             mantissa += digits()
         }
         guard mantissa > 0 else { return false }
-        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+        if index < bytes.endIndex, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            if index < bytes.endIndex, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
             guard digits() > 0 else { return false }
         }
-        return index == bytes.count
+        return index == bytes.endIndex
+    }
+}
+
+/// What a scan along a JSON path found; the value itself only when it is one the decoder reads.
+enum PathScan: Equatable {
+    case number(Double)
+    case text(String)
+    case null
+    /// Another kind of value (its `kindDescription`).
+    case other(kind: String)
+    /// An object without the key, or an array without the index.
+    case missing
+    /// A step meets a value of the wrong kind (a key into a number): the path does not fit at all.
+    case mismatch
+}
+
+extension JSONParser {
+    /// Reads one JSON text (as `parseDocument` does, with the same errors) while following `steps`
+    /// into it: only the value at the end of the path is made, everything else is checked and
+    /// skipped, so a payload costs no document tree when one number is wanted. A key that appears
+    /// twice counts as its last appearance, as in a parsed object.
+    mutating func scanDocument(_ steps: ArraySlice<JSONPath.Step>) throws(JSONParseError) -> PathScan {
+        let found = try scan(steps)
+        skipWhitespace()
+        if index < bytes.count { throw fail("unexpected text after the JSON value") }
+        return found
+    }
+
+    mutating func scan(_ steps: ArraySlice<JSONPath.Step>) throws(JSONParseError) -> PathScan {
+        skipWhitespace()
+        guard index < bytes.count else { throw fail("unexpected end of JSON") }
+        let first = bytes[index]
+        guard let step = steps.first else {
+            switch first {
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+            case UInt8(ascii: "\""): return .text(try parseString())
+            default:
+                try skipValue()
+                return first == UInt8(ascii: "n") ? .null : .other(kind: Self.kindDescription(startingWith: first))
+            }
+        }
+        var found = PathScan.missing
+        switch (step, first) {
+        case (.key(let wanted), UInt8(ascii: "{")):
+            try readObject { parser, key throws(JSONParseError) in
+                if try key.equals(wanted, &parser) { found = try parser.scan(steps.dropFirst()) } else { try parser.skipValue() }
+            }
+        case (.index(let wanted), UInt8(ascii: "[")):
+            try readArray { parser, position throws(JSONParseError) in
+                if position == wanted { found = try parser.scan(steps.dropFirst()) } else { try parser.skipValue() }
+            }
+        default:
+            try skipValue()
+            found = .mismatch
+        }
+        return found
+    }
+
+    /// `JSONValue.kindDescription` of a (valid) value that starts with `byte`.
+    static func kindDescription(startingWith byte: UInt8) -> String {
+        let kind: JSONValue = switch byte {
+        case UInt8(ascii: "{"): .object([:])
+        case UInt8(ascii: "["): .array([])
+        case UInt8(ascii: "\""): .string("")
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): .bool(false)
+        case UInt8(ascii: "n"): .null
+        default: .number(0)
+        }
+        return kind.kindDescription
     }
 }

@@ -204,7 +204,7 @@ extension FlowEngine {
         guard let document = gaugeDocument(of: position, at: now) else { return }
         let name = gauges[position].config.name
         let content = WidgetContent.progress(document.content)
-        guard isValid(content, of: name, at: now, into: &out) else { return }
+        guard isValid(content.validate(now: now), of: name, at: now, into: &out) else { return }
         if let push = gauges[position].policy.offer(content, at: now, urgent: urgent) {
             gauges[position].shownRateW = document.rateW
             gauges[position].shownLevelAt = document.levelAt

@@ -18,7 +18,15 @@ extension FlowEngine {
         /// mistake (`#` on a busy broker), and the memory stays bounded.
         static let maxTopics = 64
 
-        let config: SourceConfig
+        /// The source's config, behind one reference: it is read at every message, and a copy of
+        /// its texts and arrays retained each of them.
+        final class Setup: Sendable {
+            let config: SourceConfig
+            init(_ config: SourceConfig) { self.config = config }
+        }
+
+        let setup: Setup
+        var config: SourceConfig { setup.config }
         /// The reading: the latest (`combine: latest`), or the sum of the topics' readings that
         /// were fresh at the latest of them (`combine: sum`): what `when_stale: hold` keeps showing.
         var reading: Reading?
@@ -34,7 +42,7 @@ extension FlowEngine {
         var stats = SourceStats()
         var fieldWatch = FieldWatch()
 
-        init(config: SourceConfig) { self.config = config }
+        init(config: SourceConfig) { setup = Setup(config) }
 
         /// Whether a reading is stale at `now` for a source stale after `staleAfter` seconds.
         static func isStale(_ reading: Reading, at now: Date, after staleAfter: Double?) -> Bool {
@@ -140,7 +148,8 @@ extension FlowEngine {
     mutating func accept(
         _ payload: [UInt8], topic: String, for position: Int, at now: Date, kind: ReadingKind, into out: inout [Output]
     ) -> Bool {
-        let source = sources[position].config
+        let setup = sources[position].setup  // one retain; `source` is read in place
+        var source: SourceConfig { setup.config }
         hear(position, topic: topic, at: now, into: &out)
         guard payload.count <= source.maxPayloadBytes else {
             sources[position].stats.oversized += 1

@@ -130,15 +130,18 @@ extension FlowEngine {
     /// silent meter is gray, and the subtitle says which meters are silent since when (unless the
     /// widget's `stale_marker` is off).
     mutating func content(of position: Int, at now: Date, into out: inout [Output]) -> FlowContent {
-        let widget = widgets[position]
-        let policy = widget.config.policy
-        var content = FlowContent(shared: widget.config.shared, unit: widget.config.unit)
+        // The widget's parts are read in place: a copy of the whole widget state is made for
+        // nothing at every message.
+        let policy = widgets[position].config.policy
+        let staleMarker = widgets[position].config.staleMarker
+        var content = FlowContent(shared: widgets[position].config.shared, unit: widgets[position].config.unit)
         // Nodes whose meters are silent while the widget shows their last reading, and since when.
         var silent: [Int: Date] = [:]
-        for (index, node) in widget.nodes.enumerated() {
+        for index in widgets[position].nodes.indices {
+            let node = widgets[position].nodes[index]
             guard let value = value(of: node, inWidget: position, at: now) else { continue }
             if let parts = value.parts { widgets[position].lastKnownBalance = parts.raw }
-            checkSigns(of: node, value: value, in: widget, at: position, now: now, into: &out)
+            checkSigns(of: node, value: value, at: position, now: now, into: &out)
             let rate = node.isMagnitude ? max(0, value.raw) : value.raw
             var total: Double?
             if let energy = node.total, energy.isCounting {
@@ -149,7 +152,7 @@ extension FlowEngine {
                 level = min(100, max(0, PatchPolicy.quantize(reading.value, step: policy.levelStep)))
             }
             var color = node.config.color
-            if widget.config.staleMarker, !value.heldFor.isEmpty {
+            if staleMarker, !value.heldFor.isEmpty {
                 color = Self.staleColor
                 noteSilent(index, heldFor: value.heldFor, inWidget: position, at: now, into: &silent)
             }
@@ -203,16 +206,16 @@ extension FlowEngine {
     /// that only a flipped exchange or storage could make positive, for most of the last minutes
     /// (a moment's negative balance is meters reporting apart, no evidence).
     mutating func checkSigns(
-        of node: NodeState, value: NodeValue, in widget: WidgetState, at position: Int, now: Date, into out: inout [Output]
+        of node: NodeState, value: NodeValue, at position: Int, now: Date, into out: inout [Output]
     ) {
-        let name = widget.config.name
+        let name = widgets[position].config.name
         if let parts = value.parts {
             let gross = parts.inputs + abs(parts.exchange) + abs(parts.storage)
             let clamped = -parts.raw > max(50, 0.05 * gross)
             guard clampWatches[position].record(clamped: clamped, at: now) else { return }
             var suspects: [String] = []
-            if parts.exchange != 0, parts.inputs - parts.exchange - parts.storage >= 0 { suspects.append(describe(.exchange, in: widget)) }
-            if parts.storage != 0, parts.inputs + parts.exchange + parts.storage >= 0 { suspects.append(describe(.storage, in: widget)) }
+            if parts.exchange != 0, parts.inputs - parts.exchange - parts.storage >= 0 { suspects.append(describe(.exchange, inWidget: position)) }
+            if parts.storage != 0, parts.inputs + parts.exchange + parts.storage >= 0 { suspects.append(describe(.storage, inWidget: position)) }
             let hint = suspects.isEmpty
                 ? "check the signs of the exchange and the storage"
                 : "a sign is probably wrong: \(suspects.joined(separator: ", or "))"
@@ -228,8 +231,8 @@ extension FlowEngine {
         }
     }
 
-    func describe(_ slot: FlowSlot, in widget: WidgetState) -> String {
-        guard let node = widget.nodes.first(where: { $0.place.slot == slot }) else { return slot.rawValue }
+    func describe(_ slot: FlowSlot, inWidget position: Int) -> String {
+        guard let node = widgets[position].nodes.first(where: { $0.place.slot == slot }) else { return slot.rawValue }
         let meaning = slot == .exchange ? "+ must mean importing" : "+ must mean filling"
         return "the \(slot.rawValue) (\(sourceNames(node)); \(meaning)): toggle `invert` on it"
     }
@@ -254,16 +257,17 @@ extension FlowEngine {
             }
             return
         }
-        let content = WidgetContent.flow(candidate)
-        guard isValid(content, of: name, at: now, into: &out) else { return }
-        if let push = widgets[position].policy.offer(content, at: now, urgent: urgent) {
+        var violations: [ContentViolation] = []
+        candidate.validate(into: &violations)
+        guard isValid(violations, of: name, at: now, into: &out) else { return }
+        if let push = widgets[position].policy.offer(flow: candidate, at: now, urgent: urgent) {
             out.append(.push(widget: name, at: now, push))
         }
     }
 
-    /// True when the widget would take the document; otherwise the log says why it is not sent.
-    mutating func isValid(_ content: WidgetContent, of name: String, at now: Date, into out: inout [Output]) -> Bool {
-        let violations = content.validate(now: now)
+    /// True when the document broke no rule (`violations` empty); otherwise the log says why it
+    /// is not sent.
+    mutating func isValid(_ violations: [ContentViolation], of name: String, at now: Date, into out: inout [Output]) -> Bool {
         guard violations.isEmpty else {
             note(.error, key: "invalid:\(name)", at: now, into: &out) {
                 "widget '\(name)': not sent, the widget would reject it: \(violations.map(\.description).joined(separator: "; "))"

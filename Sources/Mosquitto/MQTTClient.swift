@@ -21,6 +21,8 @@ import Musl
 /// One network thread (ours, running `mosquitto_loop`) owns the connection; libmosquitto's callbacks
 /// copy what they need and push it into `events`, a bounded buffer that blocks that thread when the
 /// consumer falls behind (by count or by bytes), so no message is dropped and memory stays bounded.
+/// A consumer whose work never waits can take the events on the network thread itself instead
+/// (`start(handler:)`): no thread hop per message, and the connection waits while it works.
 ///
 /// Why not `mosquitto_loop_start`: libmosquitto 2.0.11's own thread stops retrying for good when the
 /// first connect fails (broker down at boot), after a TLS failure, and after an MQTT 5 CONNACK
@@ -60,7 +62,8 @@ public final class MQTTClient: Sendable {
     /// Stops (without a final message) if the owner forgot to, so the network thread never outlives us.
     deinit { connection.stop(finalMessage: nil) }
 
-    /// Connection events and incoming messages, in order. Ends (`nil`) after `stop()`.
+    /// Connection events and incoming messages, in order. Ends (`nil`) after `stop()`. Stays empty
+    /// when the client was started with a handler, which takes the events instead.
     public var events: MQTTEvents { connection.events }
 
     /// True between a successful CONNACK and the next disconnect.
@@ -73,7 +76,13 @@ public final class MQTTClient: Sendable {
     /// us or fails the TLS handshake is not an error here: it is reported as `.disconnected(reason:)`
     /// and retried with exponential backoff (`options.reconnectDelay`), forever, until `stop()`.
     /// Throws only when called twice or the thread cannot be created.
-    public func start() throws { try connection.start() }
+    public func start() throws { try connection.start(handler: nil) }
+
+    /// Starts like `start()`, but hands every event (in order) to `handler` on the network thread
+    /// instead of `events`. For a consumer that does its work at once and never waits: the next
+    /// packet is read only once the handler returns, which is the backpressure, and a message
+    /// costs no wake-up of another thread. The handler may call `publish`.
+    public func start(handler: @escaping @Sendable (MQTTEvent) -> Void) throws { try connection.start(handler: handler) }
 
     /// Replaces the topic filters (a reloaded config): while connected, what went is unsubscribed
     /// and what came is subscribed, each in one packet; every later reconnect subscribes the new
@@ -139,6 +148,12 @@ final class Connection: @unchecked Sendable {
     let options: MQTTOptions
     let qos: Int32
     let events: MQTTEvents
+    /// Takes the events instead of `events` when set. Written by `start` before the network thread
+    /// (its only reader) exists, which orders the write before every read, and by `stop` after
+    /// that thread has ended.
+    private var handler: (@Sendable (MQTTEvent) -> Void)?
+    /// Cleared when `stop` begins: like a finished buffer, the handler is given nothing more.
+    private let handing = Atomic(true)
 
     private enum Phase { case created, started(pthread_t), stopped }
 
@@ -308,9 +323,17 @@ final class Connection: @unchecked Sendable {
         mosquitto_publish_v5_callback_set(handle) { _, userdata, mid, _, _ in
             Connection.owner(userdata)?.didPublish(mid: mid)
         }
-        mosquitto_log_callback_set(handle) { _, userdata, level, text in
-            if level & MOSQ_LOG_ERR != 0, let text { Connection.owner(userdata)?.didLogError(String(cString: text)) }
-        }
+        mosquitto_log_callback_set(handle, logErrors)
+    }
+
+    /// Keeps what libmosquitto logs as an error. Installed only while connecting (and for the whole
+    /// connection under TLS, whose OpenSSL reasons live only in the log): once a log callback is
+    /// set, libmosquitto formats every line it could log with `vsnprintf` into a `malloc`ed buffer,
+    /// two per message received (about 4,500 instructions a message, more than reading its payload).
+    /// Over plain TCP its errors on a live connection come back as return codes.
+    private static let logErrors: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?) -> Void = {
+        _, userdata, level, text in
+        if level & MOSQ_LOG_ERR != 0, let text { Connection.owner(userdata)?.didLogError(String(cString: text)) }
     }
 
     fileprivate static func owner(_ userdata: UnsafeMutableRawPointer?) -> Connection? {
@@ -319,9 +342,10 @@ final class Connection: @unchecked Sendable {
 
     // MARK: Lifecycle
 
-    func start() throws {
+    func start(handler: (@Sendable (MQTTEvent) -> Void)?) throws {
         try lifecycle.withLock { phase in
             guard case .created = phase else { throw MQTTError.notRestartable }
+            self.handler = handler
             var thread = pthread_t()
             // The thread holds a strong reference until it ends; `stop` joins it.
             let context = Unmanaged.passRetained(self).toOpaque()
@@ -343,6 +367,7 @@ final class Connection: @unchecked Sendable {
             defer { phase = .stopped }
             // First: wakes a network thread blocked on a full buffer, so it can send and disconnect.
             events.finish()
+            handing.store(false, ordering: .relaxed)
             guard case .started(let thread) = phase else { return }
             if let finalMessage, isConnected { publishAndWait(finalMessage) }
             let connected = state.withLock { s in
@@ -354,6 +379,8 @@ final class Connection: @unchecked Sendable {
             // in its backoff sleep (woken above) or a pending connect (notices within a second).
             if connected { mosquitto_disconnect(handle) }
             pthread_join(thread, nil)
+            // Its only reader has ended; a handler that holds the client no longer keeps it alive.
+            handler = nil
             state.withLock { $0.connected = false }
         }
     }
@@ -365,6 +392,7 @@ final class Connection: @unchecked Sendable {
     private func runNetworkLoop() {
         var failures = 0
         while !stopRequested {
+            mosquitto_log_callback_set(handle, Self.logErrors)
             let rc = options.host.withCString {
                 mosquitto_connect_async(handle, $0, Int32(options.port), Int32(options.keepaliveSeconds))
             }
@@ -474,6 +502,7 @@ final class Connection: @unchecked Sendable {
                    wasConnected: false, isRefusal: true)
             return
         }
+        if options.tls == nil { mosquitto_log_callback_set(handle, nil) }
         state.withLock { s in
             s.connected = true
             s.connectedSinceBackoff = true
@@ -485,7 +514,7 @@ final class Connection: @unchecked Sendable {
         // the next connect subscribes again.
         let filters = state.withLock { $0.subscriptions }
         if !filters.isEmpty { _ = subscribe(filters) }
-        events.push(.connected)
+        emit(.connected)
     }
 
     private func didDisconnect(code: Int32) {
@@ -501,7 +530,7 @@ final class Connection: @unchecked Sendable {
         if skip { return }  // the refusal already said why
         if code == success {
             // Our own mosquitto_disconnect (stop); `events` is already finished then.
-            if wasConnected { events.push(.disconnected(reason: "disconnected by the client")) }
+            if wasConnected { emit(.disconnected(reason: "disconnected by the client")) }
             return
         }
         let reason: String
@@ -524,7 +553,7 @@ final class Connection: @unchecked Sendable {
             }
             return wasConnected || s.lastError != error
         }
-        if isNew { events.push(.disconnected(reason: error.description)) }
+        if isNew { emit(.disconnected(reason: error.description)) }
     }
 
     private func didReceive(_ message: UnsafePointer<mosquitto_message>, properties: OpaquePointer?) {
@@ -539,8 +568,17 @@ final class Connection: @unchecked Sendable {
         var expiry: UInt32 = 0
         let hasExpiry = properties != nil
             && mosquitto_property_read_int32(properties, messageExpiryIntervalProperty, &expiry, false) != nil
-        events.push(.message(MQTTMessage(
+        emit(.message(MQTTMessage(
             topic: topic, payload: payload, retained: m.retain, messageExpirySeconds: hasExpiry ? expiry : nil)))
+    }
+
+    /// To the handler, or into the buffer (which drops it once finished).
+    private func emit(_ event: MQTTEvent) {
+        guard let handler else {
+            events.push(event)
+            return
+        }
+        if handing.load(ordering: .relaxed) { handler(event) }
     }
 
     private func didPublish(mid: Int32) {

@@ -96,6 +96,22 @@ import Testing
             #expect(FlowContent.mergePatch(from: old, to: new) == MergePatch.diff(from: old.json, to: new.json), "\(old.json) → \(new.json)")
         }
     }
+
+    /// A push's patch is written straight from the two documents: the text is the diff's, byte
+    /// for byte (keys in order, empty objects left out), and so is the value read from it.
+    @Test func thePatchWrittenFromTheModelsIsTheDiffsText() {
+        var random = SplitMix64(seed: 5)
+        for _ in 0..<5000 {
+            let old = Self.randomContent(&random)
+            let new = Bool.random(using: &random) ? old : Self.randomContent(&random)
+            let patch = ContentPatch(from: .flow(old), to: .flow(new))
+            let diff = MergePatch.diff(from: old.json, to: new.json) ?? .object([:])
+            var written: [UInt8] = [0x20]  // after what a line already holds
+            patch.write(to: &written)
+            #expect(written == [0x20] + diff.encoded(), "\(old.json) → \(new.json)")
+            #expect(patch.json == diff)
+        }
+    }
 }
 
 @Suite struct ProgressContentPatchTests {
