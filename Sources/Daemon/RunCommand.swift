@@ -29,6 +29,10 @@ struct RunCommand {
     func run() async -> Int32 {
         // A reader of standard output that goes away is reported (StdoutSink), not a reason to die.
         signal(SIGPIPE, SIG_IGN)
+        // Taken over first: a stop asked for while the daemon starts (a slow machine, a broker that
+        // is down) waits in the stream and is a graceful stop once the daemon runs, never the
+        // default action's kill.
+        let signals = SignalEvents([SIGTERM, SIGINT, SIGHUP])
         let context = ConfigContext.process(stateOverride: stateOverride)
         guard let config = Commands.loadConfig(configPath, context: context) else { return Commands.configError }
         let zone = Commands.zone(of: config)
@@ -76,7 +80,6 @@ struct RunCommand {
         let messages = OwnMessages(client: client, log: log)
         let notifier = SystemdNotifier()
         let status = StatusReporter(ServiceStatus(address: broker, sourceCount: config.flow.sources.count), notifier: notifier)
-        let signals = SignalEvents([SIGTERM, SIGINT, SIGHUP])
         if dryRun {
             log.log(.info, "dry run: pushes go to standard output; nothing is delivered or published, and \(store.path) is only read")
         }

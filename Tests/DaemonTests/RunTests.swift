@@ -252,9 +252,10 @@ struct RunTests {
         let folder = TemporaryFolder()
         let keepalive = "R/c0619ab1d2e3/keepalive"
         let config = Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path)
-            + "\nkeepalive:\n  - {topic: \(keepalive), interval: 30s}\n"
-        // One at once on connecting (Venus OS waits for it), the next only after 30 s.
-        let subscriber = try await broker.subscriber(topic: keepalive, count: 2, timeout: 4)
+            + "\nkeepalive:\n  - {topic: \(keepalive), interval: 60s}\n"
+        // One at once on connecting (Venus OS waits for it), the next only after 60 s: a window of
+        // 20 s holds the daemon's start, however slow, and exactly one keepalive.
+        let subscriber = try await broker.subscriber(topic: keepalive, count: 2, timeout: 20)
         let daemon = try Daemon(config: config, folder: folder)
         let received = await subscriber.messages()
         #expect(received.count == 1, "\(daemon.text)")
