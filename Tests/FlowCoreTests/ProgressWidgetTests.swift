@@ -206,6 +206,36 @@ import Testing
         Self.expectValid(home)
     }
 
+    struct UnboundedCase: Sendable, CustomTestStringConvertible {
+        var rateStep: Double
+        var rateDeadband: Double
+        var capacityKWh: Double
+        var batteryW: String
+        var trend: String
+        var testDescription: String { "\(batteryW) W into \(capacityKWh) kWh, rate_step \(rateStep), rate_deadband \(rateDeadband)" }
+    }
+
+    /// Rates unrounded (`rate_step: 0`, `rate_deadband: 0`) and a battery that reads a hair above
+    /// 0 W, or an absurd capacity: the time to full is endless or beyond any date. The bar still
+    /// goes out, valid, without a window.
+    @Test(arguments: [
+        UnboundedCase(rateStep: 0, rateDeadband: 0, capacityKWh: 10, batteryW: "1e-300", trend: "up"),
+        UnboundedCase(rateStep: 0, rateDeadband: 0, capacityKWh: 10, batteryW: "5e-324", trend: "up"),
+        UnboundedCase(rateStep: 10, rateDeadband: 20, capacityKWh: 1e12, batteryW: "30", trend: "up"),
+    ])
+    func anEndlessTimeToFullSendsTheBarWithoutAWindow(_ test: UnboundedCase) throws {
+        let policy = PatchPolicyConfig(
+            minIntervalSeconds: 0, rateStep: test.rateStep, rateDeadband: test.rateDeadband, totalStep: 0.1, levelStep: 1, settleSeconds: 0)
+        var home = EngineHarness(Self.home([Self.battery(capacity: test.capacityKWh, policy: policy)], policy: policy))
+        home.send("soc", "40", at: afternoon)
+        home.send("bat", test.batteryW, at: afternoon + 1)
+        let bar = try #require(home.progress("battery"))
+        #expect(bar.value == 0.4)
+        #expect(bar.trend == test.trend)
+        #expect(bar.startDate == nil && bar.endDate == nil)
+        Self.expectValid(home)
+    }
+
     /// Without a capacity: the level, the trend and the rows, no time and no window.
     @Test func withoutACapacityTheBarShowsLevelTrendAndRows() throws {
         var home = EngineHarness(Self.home([Self.battery(capacity: nil)]))
