@@ -194,6 +194,23 @@ import Testing
         Self.expectValid(home)
     }
 
+    /// Rates unrounded (`rate_step: 0`, `rate_deadband: 0`): a battery at 0 W is idle, neither
+    /// charging nor draining, and has no time to full or empty.
+    @Test func withoutAStepOrADeadbandZeroIsIdle() throws {
+        let exact = PatchPolicyConfig(minIntervalSeconds: 0, rateStep: 0, rateDeadband: 0, totalStep: 0.1, levelStep: 1, settleSeconds: 0)
+        var home = EngineHarness(Self.home([Self.battery(policy: exact)], policy: exact))
+        home.send("soc", "40", at: afternoon)
+        home.send("bat", "-300", at: afternoon + 1)
+        home.send("bat", "0", at: afternoon + 2)
+        let bar = try #require(home.progress("battery"))
+        #expect(bar.trend == "flat")
+        #expect(bar.statRows?.map(\.label) == ["Idle", "Charged today"])
+        #expect(bar.startDate == nil && bar.endDate == nil)
+        home.send("bat", "0.5", at: afternoon + 3)
+        #expect(home.progress("battery")?.trend == "up")
+        Self.expectValid(home)
+    }
+
     /// A window whose end would be more than 366 days ahead is not sent; the value still is.
     @Test func aWindowBeyondTheSpecsBoundsIsNotSent() throws {
         var home = EngineHarness(Self.home([Self.battery(capacity: 1_000_000)]))
