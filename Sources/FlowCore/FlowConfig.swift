@@ -248,10 +248,10 @@ public struct PatchPolicyConfig: Sendable, Equatable {
     }
 
     /// +1 (importing, filling), −1 (exporting, draining), or 0 when the rate is within the
-    /// deadband (or the step) of 0.
+    /// deadband (or the step) of 0, or is 0 (with neither, the threshold is 0 as well).
     public func direction(ofRate rate: Double) -> Int {
         let threshold = max(rateDeadband, rateStep)
-        return rate >= threshold ? 1 : rate <= -threshold ? -1 : 0
+        return rate >= threshold && rate > 0 ? 1 : rate <= -threshold && rate < 0 ? -1 : 0
     }
 
     /// A fraction (0…1) in steps of `levelStep` percent: a bar moves in whole percent steps.

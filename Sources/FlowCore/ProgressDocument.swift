@@ -106,7 +106,13 @@ extension FlowEngine {
             if abs(fraction - value) < step { return (startText, endText) }
         }
         // Whole seconds: the phone needs no milliseconds, and a window that moved by one is no news.
-        let start = Date(timeIntervalSince1970: (now.timeIntervalSince1970 - value * lengthSeconds).rounded())
+        let startSeconds = (now.timeIntervalSince1970 - value * lengthSeconds).rounded()
+        // An endless time to full (a rate a hair above 0 W, an absurd capacity) reaches dates that
+        // cannot even be written: such a window breaks the spec's bounds anyway.
+        guard Self.plausibleSeconds.contains(startSeconds), Self.plausibleSeconds.contains(startSeconds + lengthSeconds.rounded()) else {
+            return nil
+        }
+        let start = Date(timeIntervalSince1970: startSeconds)
         let end = start.addingTimeInterval(lengthSeconds.rounded())
         let window = (RFC3339.format(start), RFC3339.format(end))
         var broken: [ContentViolation] = []
@@ -117,7 +123,8 @@ extension FlowEngine {
 
     /// `45 min`, `1 h 20 min`, `3 days 4 h`: how long until full or empty, to the minute.
     static func remainingText(seconds: Double) -> String {
-        let minutes = max(1, Int((seconds / 60).rounded()))
+        // A hundred years stand for longer ones: an endless time (a rate a hair above 0 W) is no Int.
+        let minutes = max(1, Int((min(seconds, 100 * 365 * 86_400) / 60).rounded()))
         if minutes < 60 { return "\(minutes) min" }
         if minutes < 48 * 60 { return minutes % 60 == 0 ? "\(minutes / 60) h" : "\(minutes / 60) h \(minutes % 60) min" }
         let hours = minutes / 60 % 24

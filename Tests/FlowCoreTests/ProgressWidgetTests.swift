@@ -194,6 +194,23 @@ import Testing
         Self.expectValid(home)
     }
 
+    /// Rates unrounded (`rate_step: 0`, `rate_deadband: 0`): a battery at 0 W is idle, neither
+    /// charging nor draining, and has no time to full or empty.
+    @Test func withoutAStepOrADeadbandZeroIsIdle() throws {
+        let exact = PatchPolicyConfig(minIntervalSeconds: 0, rateStep: 0, rateDeadband: 0, totalStep: 0.1, levelStep: 1, settleSeconds: 0)
+        var home = EngineHarness(Self.home([Self.battery(policy: exact)], policy: exact))
+        home.send("soc", "40", at: afternoon)
+        home.send("bat", "-300", at: afternoon + 1)
+        home.send("bat", "0", at: afternoon + 2)
+        let bar = try #require(home.progress("battery"))
+        #expect(bar.trend == "flat")
+        #expect(bar.statRows?.map(\.label) == ["Idle", "Charged today"])
+        #expect(bar.startDate == nil && bar.endDate == nil)
+        home.send("bat", "0.5", at: afternoon + 3)
+        #expect(home.progress("battery")?.trend == "up")
+        Self.expectValid(home)
+    }
+
     /// A window whose end would be more than 366 days ahead is not sent; the value still is.
     @Test func aWindowBeyondTheSpecsBoundsIsNotSent() throws {
         var home = EngineHarness(Self.home([Self.battery(capacity: 1_000_000)]))
@@ -202,6 +219,36 @@ import Testing
         let bar = try #require(home.progress("battery"))
         #expect(bar.value == 0.4)
         #expect(bar.trend == "up")
+        #expect(bar.startDate == nil && bar.endDate == nil)
+        Self.expectValid(home)
+    }
+
+    struct UnboundedCase: Sendable, CustomTestStringConvertible {
+        var rateStep: Double
+        var rateDeadband: Double
+        var capacityKWh: Double
+        var batteryW: String
+        var trend: String
+        var testDescription: String { "\(batteryW) W into \(capacityKWh) kWh, rate_step \(rateStep), rate_deadband \(rateDeadband)" }
+    }
+
+    /// Rates unrounded (`rate_step: 0`, `rate_deadband: 0`) and a battery that reads a hair above
+    /// 0 W, or an absurd capacity: the time to full is endless or beyond any date. The bar still
+    /// goes out, valid, without a window.
+    @Test(arguments: [
+        UnboundedCase(rateStep: 0, rateDeadband: 0, capacityKWh: 10, batteryW: "1e-300", trend: "up"),
+        UnboundedCase(rateStep: 0, rateDeadband: 0, capacityKWh: 10, batteryW: "5e-324", trend: "up"),
+        UnboundedCase(rateStep: 10, rateDeadband: 20, capacityKWh: 1e12, batteryW: "30", trend: "up"),
+    ])
+    func anEndlessTimeToFullSendsTheBarWithoutAWindow(_ test: UnboundedCase) throws {
+        let policy = PatchPolicyConfig(
+            minIntervalSeconds: 0, rateStep: test.rateStep, rateDeadband: test.rateDeadband, totalStep: 0.1, levelStep: 1, settleSeconds: 0)
+        var home = EngineHarness(Self.home([Self.battery(capacity: test.capacityKWh, policy: policy)], policy: policy))
+        home.send("soc", "40", at: afternoon)
+        home.send("bat", test.batteryW, at: afternoon + 1)
+        let bar = try #require(home.progress("battery"))
+        #expect(bar.value == 0.4)
+        #expect(bar.trend == test.trend)
         #expect(bar.startDate == nil && bar.endDate == nil)
         Self.expectValid(home)
     }
