@@ -30,7 +30,7 @@ struct SimulateCommand {
             func fail(_ message: String) -> Commands.UsageError { Commands.UsageError(message: message) }
             switch (values["--broker"], values["--trace"]) {
             case (let broker?, nil):
-                guard let address = Self.address(broker) else { throw fail("--broker must be HOST:PORT (port 1…65535), not '\(broker)'") }
+                guard let address = BrokerAddress(broker) else { throw fail("--broker must be HOST:PORT (port 1…65535), not '\(broker)'") }
                 output = .broker(host: address.host, port: address.port)
             case (nil, let trace?):
                 output = .trace(trace)
@@ -53,26 +53,6 @@ struct SimulateCommand {
                 guard let seed = UInt64(text) else { throw fail("--seed must be a whole number from 0 to \(UInt64.max), not '\(text)'") }
                 self.seed = seed
             }
-        }
-
-        /// `host:port`, `[IPv6 address]:port`, or a host alone (port 1883).
-        static func address(_ text: String) -> (host: String, port: Int)? {
-            var host = Substring(text)
-            var port: Substring?
-            if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-                host = text[text.index(after: text.startIndex)..<close]
-                let rest = text[text.index(after: close)...]
-                if !rest.isEmpty {
-                    guard rest.hasPrefix(":") else { return nil }
-                    port = rest.dropFirst()
-                }
-            } else if let colon = text.firstIndex(of: ":"), !text[text.index(after: colon)...].contains(":") {
-                host = text[..<colon]
-                port = text[text.index(after: colon)...]
-            }
-            let number = port == nil ? 1883 : port.flatMap { Int($0) }
-            guard let number, (1...65_535).contains(number), !host.isEmpty else { return nil }
-            return (String(host), number)
         }
     }
 
