@@ -11,7 +11,10 @@ struct PictureFolder {
 
     init(path: String) throws(FileError) {
         self.path = path
-        try Self.makeDirectories(path)
+        try FileIO.makeFolders(path, permissions: 0o755)
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw FileError(path) }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw FileError(path, errno: ENOTDIR) }
     }
 
     /// Writes `svg` as `<name>.svg` (atomically, readable by all: pictures are meant to be shown).
@@ -26,19 +29,6 @@ struct PictureFolder {
     static func fileName(_ name: String) -> String {
         let safe = String(name.map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_" })
         return safe.isEmpty ? "widget" : safe.first == "." ? "_" + safe.dropFirst() : safe
-    }
-
-    /// `mkdir -p`.
-    static func makeDirectories(_ path: String) throws(FileError) {
-        var prefix = path.hasPrefix("/") ? "/" : ""
-        for part in path.split(separator: "/") {
-            prefix += part
-            if mkdir(prefix, 0o755) != 0, errno != EEXIST { throw FileError(prefix) }
-            prefix += "/"
-        }
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw FileError(path) }
-        guard info.st_mode & S_IFMT == S_IFDIR else { throw FileError(path, errno: ENOTDIR) }
     }
 }
 
