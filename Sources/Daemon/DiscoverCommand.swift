@@ -95,7 +95,7 @@ struct DiscoverCommand {
             "recognized: " + plan.devices.joined(separator: "; "),
             "placed: " + placed(plan),
             plan.leftOut.isEmpty ? nil : "left out: \(plan.leftOut.count) (each with why, at the end of the config)",
-            plan.unplaced.isEmpty ? nil : "not placed: \(plan.unplaced.count) topic\(plan.unplaced.count == 1 ? "" : "s") that may be readings (listed at the end of the config)",
+            plan.unplaced.isEmpty ? nil : "not placed: \(counted(plan.unplaced.count, "topic")) that may be readings (listed at the end of the config)",
         ].compactMap { $0 }
         guard let out else {
             print(text, terminator: "")
