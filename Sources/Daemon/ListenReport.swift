@@ -204,7 +204,7 @@ struct ListenReport {
         }
         return rows.map { row in
             row.enumerated().map { index, cell in
-                index == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[index] - cell.count)
+                index == row.count - 1 ? cell : cell.padding(to: widths[index])
             }.joined(separator: "  ")
         }
     }
