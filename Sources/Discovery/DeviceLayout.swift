@@ -66,12 +66,9 @@ public struct NodeDraft: Sendable, Equatable {
     /// Battery only: the fill level (%).
     public var level: SourceDraft?
 
+    /// A node whose rate adds up `rate` (nothing subtracted).
     init(role: Role, name: String, rate: [SourceDraft], total: TotalDraft, level: SourceDraft? = nil) {
-        self.role = role
-        self.name = name
-        terms = rate.map { Term(source: $0) }
-        self.total = total
-        self.level = level
+        self.init(role: role, name: name, terms: rate.map { Term(source: $0) }, total: total, level: level)
     }
 
     /// Every source the node reads: its terms, its counter, its level.
