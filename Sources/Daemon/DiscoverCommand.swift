@@ -23,15 +23,11 @@ struct DiscoverCommand {
 
     /// Nothing was recognized: no config written.
     static let nothingFound: Int32 = 1
-    /// sysexits EX_UNAVAILABLE: the broker was never reached.
-    static let unreachable: Int32 = 69
-    /// sysexits EX_CANTCREAT: `--out` exists or cannot be written.
-    static let cannotWrite: Int32 = 73
 
     func run() async -> Int32 {
         if let out, FileIO.exists(out) {
             Commands.printError("flowbridge: \(out) exists; discover writes a new file (give another --out, or move it away)")
-            return Self.cannotWrite
+            return Commands.cannotCreate
         }
         let options = MQTTOptions(
             host: broker.host, port: broker.port, clientID: "flowbridge-discover-\(getpid())", username: broker.username, password: password)
@@ -68,7 +64,7 @@ struct DiscoverCommand {
         let catalog = discovery.withLock { $0.catalog }
         guard outcome.connected else {
             Commands.printError("flowbridge: never connected to \(address)\(outcome.lastProblem.map { ": \($0)" } ?? "")")
-            return Self.unreachable
+            return Commands.unavailable
         }
         let plan = discovery.withLock { $0.plan }
         let overflow = catalog.overflowTopics > 0
@@ -104,7 +100,7 @@ struct DiscoverCommand {
         }
         do { try FileIO.writeAtomically(Array(text.utf8), to: out, permissions: 0o644) } catch {
             Commands.printError("flowbridge: cannot write \(out): \(error)")
-            return Self.cannotWrite
+            return Commands.cannotCreate
         }
         print((["wrote \(out) from \(heard)"] + summary + ["next: flowbridge check --config \(out) --listen 60s"]).joined(separator: "\n"))
         return 0

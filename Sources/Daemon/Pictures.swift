@@ -85,10 +85,6 @@ struct RenderCommand {
     let out: String
     let log: Logger
 
-    static let dataError: Int32 = 65  // EX_DATAERR
-    static let noInput: Int32 = 66  // EX_NOINPUT
-    static let cannotCreate: Int32 = 73  // EX_CANTCREAT
-
     func run() -> Int32 {
         let widgets = config.flow.widgetNames
         let toFile = out.hasSuffix(".svg")
@@ -101,24 +97,24 @@ struct RenderCommand {
             state = saved
         case .none:
             Commands.printError("flowbridge: cannot read the state: there is no state file at \(statePath)")
-            return Self.noInput
+            return Commands.noInput
         case .damaged(let reason):
             Commands.printError("flowbridge: state file \(statePath) cannot be used: \(reason)")
-            return Self.dataError
+            return Commands.dataError
         case .unusable(let problem):
             Commands.printError("flowbridge: \(problem)")
-            return Self.dataError
+            return Commands.dataError
         }
         var engine = FlowEngine(config: config.flow, zone: Commands.zone(of: config))
         do {
             try engine.restore(state).forEach(log.log)
         } catch {
             Commands.printError("flowbridge: \(statePath) cannot be used: \(error)")
-            return Self.dataError
+            return Commands.dataError
         }
         guard let at = engine.latestKnownTime else {
             Commands.printError("flowbridge: \(statePath) holds no reading yet: nothing to draw")
-            return Self.dataError
+            return Commands.dataError
         }
         let documents = engine.currentDocuments(at: at)
         var drawn = 0
@@ -140,8 +136,8 @@ struct RenderCommand {
             }
         } catch {
             Commands.printError("flowbridge: cannot write the picture: \(error)")
-            return Self.cannotCreate
+            return Commands.cannotCreate
         }
-        return drawn > 0 ? 0 : Self.dataError
+        return drawn > 0 ? 0 : Commands.dataError
     }
 }

@@ -71,7 +71,7 @@ struct SimulateCommand {
         let fd = path == "-" ? 1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             Commands.printError("flowbridge: \(FileError(path))")
-            return 73  // EX_CANTCREAT
+            return Commands.cannotCreate
         }
         defer { if fd != 1 { close(fd) } }
         let end = simulation.firstDay.end
@@ -93,9 +93,9 @@ struct SimulateCommand {
                 count += 1
             }
             last = cycle.state
-            if bytes.count >= 65_536, !flush() { return 74 }  // EX_IOERR
+            if bytes.count >= 65_536, !flush() { return Commands.ioError }
         }
-        guard flush() else { return 74 }
+        guard flush() else { return Commands.ioError }
         if let last {
             log.log(.info, "\(simulation.firstDay.date) (seed \(options.seed)): \(count) messages; the panels made \(JSONValue.format((last.yieldTodayWh / 100).rounded() / 10)) kWh, the battery ended at \(Int(last.socPercent.rounded())) %")
         }
@@ -117,7 +117,7 @@ struct SimulateCommand {
             try client.start()
         } catch {
             log.log(.error, "cannot start the MQTT client: \(error)")
-            return 69  // EX_UNAVAILABLE
+            return Commands.unavailable
         }
         let minutes = Int(secondsIntoDay) / 60
         let profile = simulation.home.profile
