@@ -33,7 +33,7 @@ commands=(
   "$here/m2p.sh {PORT} {PORT2}"
   "$BENCH_BIN/venv/bin/python $here/paho_bridge.py {PORT}"
   "$here/flowbridge-consumer.sh $binary {PORT}"
-  "$here/push-consumer.sh $binary {PORT} $url"
+  "$here/flowbridge-consumer.sh $binary {PORT} $url"
 )
 probes=("" "curl -s 127.0.0.1:{PORT2}/metrics | grep -q 424242" "" "" "")
 results=$BENCH_BIN/results

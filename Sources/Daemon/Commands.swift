@@ -6,8 +6,15 @@ import Glibc
 
 /// The command line (DESIGN §4). `main.swift` only calls `Commands.main`.
 public enum Commands {
-    /// sysexits: a wrong command line, a broken config.
+    /// sysexits(3), the statuses the commands share: a wrong command line, input that is not
+    /// data to use, input that is not there, a broker that cannot be reached, a file that cannot
+    /// be made, a write that failed, a broken config.
     static let usageError: Int32 = 64
+    static let dataError: Int32 = 65
+    static let noInput: Int32 = 66
+    static let unavailable: Int32 = 69
+    static let cannotCreate: Int32 = 73
+    static let ioError: Int32 = 74
     static let configError: Int32 = 78
 
     /// The version, said by `--version` and at start.
@@ -214,7 +221,7 @@ public enum Commands {
         if let svg = arguments.svg {
             do { pictures = ReplayPictures(folder: try PictureFolder(path: svg), zone: zone) } catch {
                 printError("flowbridge: cannot create the picture folder: \(error)")
-                return 73  // EX_CANTCREAT
+                return cannotCreate
             }
         }
         let store = arguments.state.map(StateStore.init(path:))
@@ -227,7 +234,7 @@ public enum Commands {
             } catch let error as StateLock.Failure {
                 printError("flowbridge: \(error)")
                 if case .held = error { return RunCommand.stateInUse }
-                return 73  // EX_CANTCREAT: the state could not be written either
+                return cannotCreate  // the state could not be written either
             } catch {
                 printError("flowbridge: \(error)")
                 return configError
@@ -237,7 +244,7 @@ public enum Commands {
         let fd: Int32 = trace == "-" ? 0 : open(trace, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             printError("flowbridge: \(FileError(trace))")
-            return 66  // EX_NOINPUT
+            return noInput
         }
         defer { if fd != 0 { close(fd) } }
         var output = OutputBuffer()
@@ -262,12 +269,12 @@ public enum Commands {
         if let store {
             do { try store.save(replay.engine.snapshot()) } catch {
                 printError("flowbridge: cannot write the state: \(error)")
-                return 73  // EX_CANTCREAT
+                return cannotCreate
             }
         }
         do { _ = try pictures?.write(widgets: config.flow.widgetNames, through: replay.engine.clock) } catch {
             printError("flowbridge: cannot write the pictures: \(error)")
-            return 73  // EX_CANTCREAT
+            return cannotCreate
         }
         return 0
     }

@@ -33,7 +33,7 @@ extension ConfigSummary {
 
     var outputLines: [String] {
         if !config.hasSink {
-            return ["", "warning: no sink: pushes are computed but go nowhere (add push: to a widget, or output: {stdout: true} or {mqtt: true}; run --dry-run prints them)"]
+            return ["", "warning: no sink: \(DaemonConfig.noSinkWarning); run --dry-run prints them"]
         }
         return (config.output.stdout ? ["", "output: standard output (NDJSON)"] : []) + mqttLines
     }

@@ -11,7 +11,7 @@ struct ConfigSummary {
     var text: String {
         var lines: [String] = []
         let flow = config.flow
-        lines.append("config OK: \(flow.sources.count) source\(flow.sources.count == 1 ? "" : "s"), \(flow.widgetNames.count) widget\(flow.widgetNames.count == 1 ? "" : "s"); day in \(zone.identifier); broker \(config.mqtt.host):\(config.mqtt.port)\(config.mqtt.tls == nil ? "" : " (TLS)")")
+        lines.append("config OK: \(Self.counts(config)); day in \(zone.identifier); broker \(config.mqtt.host):\(config.mqtt.port)\(config.mqtt.tls == nil ? "" : " (TLS)")")
         lines.append("state kept in \(statePath)")
         let sources = Dictionary(flow.sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for widget in flow.widgets {
@@ -33,6 +33,12 @@ struct ConfigSummary {
         }
         lines += outputLines
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `6 sources, 2 widgets` (flow and progress widgets alike): what `check` and `check --listen`
+    /// say first.
+    static func counts(_ config: DaemonConfig) -> String {
+        "\(counted(config.flow.sources.count, "source")), \(counted(config.flow.widgetNames.count, "widget"))"
     }
 
     /// When a widget is pushed, and how its values are rounded.
@@ -114,3 +120,6 @@ struct ConfigSummary {
         }
     }
 }
+
+/// `1 source`, `3 sources`: a count and its noun, for the lines people read.
+func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }

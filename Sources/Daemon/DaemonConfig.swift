@@ -519,12 +519,7 @@ struct ConfigLoader {
         switch word {
         case .battery:
             var gauge = BatteryGauge()
-            if let rateNode = map.value("rate") {
-                gauge.rate = loadRate(rateNode, map.childPath("rate"), slot: .storage)
-                if case .sum(let terms)? = gauge.rate {
-                    for term in terms { checkSource(term.source, map.childPath("rate"), rateNode, quantity: .power, sources: sources) }
-                }
-            }
+            gauge.rate = map.value("rate").flatMap { loadRate($0, map.childPath("rate"), slot: .storage, sources: sources) }
             if let levelNode = map.value("level"), let level = reader.text(levelNode, map.childPath("level")) {
                 checkSource(level, map.childPath("level"), levelNode, quantity: .level, sources: sources)
                 gauge.level = level
@@ -637,10 +632,7 @@ struct ConfigLoader {
         let whenStale = map.value("when_stale").flatMap { reader.choice($0, map.childPath("when_stale"), as: StaleBehavior.self) }
         var rate: RateSpec?
         if let rateNode = map.required("rate") {
-            rate = loadRate(rateNode, map.childPath("rate"), slot: slot)
-            if case .sum(let terms)? = rate {
-                for term in terms { source(term.source, "rate", rateNode, quantity: .power) }
-            }
+            rate = loadRate(rateNode, map.childPath("rate"), slot: slot, sources: sources)
         }
         var level: String?
         if let levelNode = map.value("level") {
@@ -662,8 +654,9 @@ struct ConfigLoader {
             whenStale: whenStale ?? (slot == .inputs ? .zero : .hold))
     }
 
-    /// `solar`, `[east, west]`, `[pconsume, -psupply]`, or `balance` on the output.
-    func loadRate(_ node: YAMLNode, _ path: String, slot: FlowSlot) -> RateSpec? {
+    /// `solar`, `[east, west]`, `[pconsume, -psupply]`, or `balance` on the output; each source
+    /// named must be a power source.
+    func loadRate(_ node: YAMLNode, _ path: String, slot: FlowSlot, sources: [String: SourceConfig]) -> RateSpec? {
         if node.scalarValue == "balance" {
             guard slot == .output else {
                 reader.report(path, node, "balance derives the output; \(slot.rawValue) needs a source")
@@ -680,9 +673,11 @@ struct ConfigLoader {
         } else {
             return nil
         }
-        return .sum(texts.map { text, _ in
+        let terms = texts.map { text, _ in
             text.hasPrefix("-") ? RateTerm(source: String(text.dropFirst()).trimmed, negated: true) : RateTerm(source: text.trimmed)
-        })
+        }
+        for term in terms { checkSource(term.source, path, node, quantity: .power, sources: sources) }
+        return .sum(terms)
     }
 
     /// `integrate`, `import`, `export`, `charge`, `discharge`, `{counter: SOURCE}`, `{daily: SOURCE}`.

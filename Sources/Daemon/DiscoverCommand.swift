@@ -5,32 +5,6 @@ import Glibc
 import Mosquitto
 import Synchronization
 
-/// `HOST`, `HOST:PORT`, `[::1]:PORT`: where `discover` listens.
-struct BrokerAddress: Equatable {
-    var host: String
-    var port: Int
-
-    init?(_ text: String) {
-        var host = Substring(text)
-        var port = 1883
-        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
-            let rest = host[host.index(after: close)...]
-            host = host[host.index(after: host.startIndex)..<close]
-            if !rest.isEmpty {
-                guard rest.hasPrefix(":"), let number = Int(rest.dropFirst()) else { return nil }
-                port = number
-            }
-        } else if let colon = host.lastIndex(of: ":"), host.firstIndex(of: ":") == colon {
-            guard let number = Int(host[host.index(after: colon)...]) else { return nil }
-            port = number
-            host = host[..<colon]
-        }
-        guard !host.isEmpty, !host.contains(where: \.isWhitespace), (1...65_535).contains(port) else { return nil }
-        self.host = String(host)
-        self.port = port
-    }
-}
-
 /// `flowbridge discover --broker HOST[:PORT] [--listen 60s] [--out FILE]`: listens to everything
 /// on the broker (`#`), recognizes the devices it knows, and writes a config with their topics,
 /// paths, units and signs, each explained, and what it could not place listed. A Victron portal
@@ -49,15 +23,11 @@ struct DiscoverCommand {
 
     /// Nothing was recognized: no config written.
     static let nothingFound: Int32 = 1
-    /// sysexits EX_UNAVAILABLE: the broker was never reached.
-    static let unreachable: Int32 = 69
-    /// sysexits EX_CANTCREAT: `--out` exists or cannot be written.
-    static let cannotWrite: Int32 = 73
 
     func run() async -> Int32 {
         if let out, FileIO.exists(out) {
             Commands.printError("flowbridge: \(out) exists; discover writes a new file (give another --out, or move it away)")
-            return Self.cannotWrite
+            return Commands.cannotCreate
         }
         let options = MQTTOptions(
             host: broker.host, port: broker.port, clientID: "flowbridge-discover-\(getpid())", username: broker.username, password: password)
@@ -94,7 +64,7 @@ struct DiscoverCommand {
         let catalog = discovery.withLock { $0.catalog }
         guard outcome.connected else {
             Commands.printError("flowbridge: never connected to \(address)\(outcome.lastProblem.map { ": \($0)" } ?? "")")
-            return Self.unreachable
+            return Commands.unavailable
         }
         let plan = discovery.withLock { $0.plan }
         let overflow = catalog.overflowTopics > 0
@@ -121,7 +91,7 @@ struct DiscoverCommand {
             "recognized: " + plan.devices.joined(separator: "; "),
             "placed: " + placed(plan),
             plan.leftOut.isEmpty ? nil : "left out: \(plan.leftOut.count) (each with why, at the end of the config)",
-            plan.unplaced.isEmpty ? nil : "not placed: \(plan.unplaced.count) topic\(plan.unplaced.count == 1 ? "" : "s") that may be readings (listed at the end of the config)",
+            plan.unplaced.isEmpty ? nil : "not placed: \(counted(plan.unplaced.count, "topic")) that may be readings (listed at the end of the config)",
         ].compactMap { $0 }
         guard let out else {
             print(text, terminator: "")
@@ -130,7 +100,7 @@ struct DiscoverCommand {
         }
         do { try FileIO.writeAtomically(Array(text.utf8), to: out, permissions: 0o644) } catch {
             Commands.printError("flowbridge: cannot write \(out): \(error)")
-            return Self.cannotWrite
+            return Commands.cannotCreate
         }
         print((["wrote \(out) from \(heard)"] + summary + ["next: flowbridge check --config \(out) --listen 60s"]).joined(separator: "\n"))
         return 0

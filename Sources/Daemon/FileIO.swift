@@ -117,13 +117,14 @@ public enum FileIO {
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
-    /// Creates a folder and the folders above it that are missing (`mkdir -p`), for the owner only.
-    public static func makeFolders(_ path: String) throws(FileError) {
+    /// Creates a folder and the folders above it that are missing (`mkdir -p`), by default for the
+    /// owner only (the state's); pictures are for everyone to read.
+    public static func makeFolders(_ path: String, permissions: mode_t = 0o700) throws(FileError) {
         var info = stat()
         if stat(path, &info) == 0 { return }
         let parent = folder(of: path)
-        if parent != path, parent != "." { try makeFolders(parent) }
-        if mkdir(path, 0o700) != 0, errno != EEXIST { throw FileError(path) }
+        if parent != path, parent != "." { try makeFolders(parent, permissions: permissions) }
+        if mkdir(path, permissions) != 0, errno != EEXIST { throw FileError(path) }
     }
 }
 

@@ -30,9 +30,7 @@ struct ListenCommand {
             log.log(.error, "cannot start the MQTT client: \(error)")
             return Commands.configError
         }
-        let sources = config.flow.sources.count
-        let widgets = config.flow.widgets.count
-        print("config OK: \(sources) source\(sources == 1 ? "" : "s"), \(widgets) widget\(widgets == 1 ? "" : "s"); listening \(JSONValue.format(seconds)) s to \(broker)")
+        print("config OK: \(ConfigSummary.counts(config)); listening \(JSONValue.format(seconds)) s to \(broker)")
         let report = Mutex(ListenReport(config: config, zone: zone))
         let own = OwnMessages(client: client, log: log)
         let log = log

@@ -94,7 +94,7 @@ struct ListenReport {
     /// The report, as printed at the end of the listen.
     func text(broker: String, seconds: Double, connection: TimedListen.Outcome, at now: Date) -> String {
         var lines: [String] = []
-        lines.append("listened \(JSONValue.format(seconds.rounded())) s to \(broker): \(messages) message\(messages == 1 ? "" : "s") on the sources' topics")
+        lines.append("listened \(JSONValue.format(seconds.rounded())) s to \(broker): \(counted(messages, "message")) on the sources' topics")
         if !connection.connected {
             lines.append("never connected to the broker\(connection.lastProblem.map { ": \($0)" } ?? "")")
         }
@@ -124,14 +124,14 @@ struct ListenReport {
                 lines.append("  \(source.name): \(rejected) unusable, the last: \(Self.excerpt(payload)) (the log above says why)")
             }
             if readings[source.name] == nil, noReading > 0 {
-                lines.append("  \(source.name): \(noReading) message\(noReading == 1 ? "" : "s") said \"no value\" (null, nan, unavailable, empty)")
+                lines.append("  \(source.name): \(counted(noReading, "message")) said \"no value\" (null, nan, unavailable, empty)")
             }
             if let withoutField = stats[source.name]?.withoutField, withoutField > 0, let path = source.decoder.path {
                 let share = readings[source.name] == nil ? "none of them had it" : "the topic carries other messages too (fine when it is a mix, such as Shelly's events/rpc)"
-                lines.append("  \(source.name): \(withoutField) message\(withoutField == 1 ? "" : "s") without the field \(path); \(share)")
+                lines.append("  \(source.name): \(counted(withoutField, "message")) without the field \(path); \(share)")
             }
             if let oversized = stats[source.name]?.oversized, oversized > 0 {
-                lines.append("  \(source.name): \(oversized) message\(oversized == 1 ? "" : "s") larger than max_payload (\(FileIO.describe(bytes: source.maxPayloadBytes))), not read")
+                lines.append("  \(source.name): \(counted(oversized, "message")) larger than max_payload (\(FileIO.describe(bytes: source.maxPayloadBytes))), not read")
             }
         }
         for (widget, check) in zip(config.flow.widgets, signChecks) {
@@ -148,12 +148,12 @@ struct ListenReport {
         if silent.isEmpty {
             lines.append("every source reported")
         } else {
-            lines.append("\(silent.count) source\(silent.count == 1 ? "" : "s") never reported a value:")
+            lines.append("\(counted(silent.count, "source")) never reported a value:")
             for source in silent {
                 let watch = watches[source.name]!
                 let why = watch.messages == 0
                     ? "no message on \(source.topic): is the topic right? (mosquitto_sub -t '#' -v shows what the broker carries)"
-                    : "\(watch.messages) message\(watch.messages == 1 ? "" : "s"), none a value flowbridge can use"
+                    : "\(counted(watch.messages, "message")), none a value flowbridge can use"
                 lines.append("  \(source.name): \(why)")
             }
         }
@@ -204,7 +204,7 @@ struct ListenReport {
         }
         return rows.map { row in
             row.enumerated().map { index, cell in
-                index == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[index] - cell.count)
+                index == row.count - 1 ? cell : cell.padding(to: widths[index])
             }.joined(separator: "  ")
         }
     }

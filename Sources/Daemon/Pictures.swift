@@ -11,7 +11,10 @@ struct PictureFolder {
 
     init(path: String) throws(FileError) {
         self.path = path
-        try Self.makeDirectories(path)
+        try FileIO.makeFolders(path, permissions: 0o755)
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw FileError(path) }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw FileError(path, errno: ENOTDIR) }
     }
 
     /// Writes `svg` as `<name>.svg` (atomically, readable by all: pictures are meant to be shown).
@@ -26,19 +29,6 @@ struct PictureFolder {
     static func fileName(_ name: String) -> String {
         let safe = String(name.map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_" })
         return safe.isEmpty ? "widget" : safe.first == "." ? "_" + safe.dropFirst() : safe
-    }
-
-    /// `mkdir -p`.
-    static func makeDirectories(_ path: String) throws(FileError) {
-        var prefix = path.hasPrefix("/") ? "/" : ""
-        for part in path.split(separator: "/") {
-            prefix += part
-            if mkdir(prefix, 0o755) != 0, errno != EEXIST { throw FileError(prefix) }
-            prefix += "/"
-        }
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw FileError(path) }
-        guard info.st_mode & S_IFMT == S_IFDIR else { throw FileError(path, errno: ENOTDIR) }
     }
 }
 
@@ -95,10 +85,6 @@ struct RenderCommand {
     let out: String
     let log: Logger
 
-    static let dataError: Int32 = 65  // EX_DATAERR
-    static let noInput: Int32 = 66  // EX_NOINPUT
-    static let cannotCreate: Int32 = 73  // EX_CANTCREAT
-
     func run() -> Int32 {
         let widgets = config.flow.widgetNames
         let toFile = out.hasSuffix(".svg")
@@ -111,24 +97,24 @@ struct RenderCommand {
             state = saved
         case .none:
             Commands.printError("flowbridge: cannot read the state: there is no state file at \(statePath)")
-            return Self.noInput
+            return Commands.noInput
         case .damaged(let reason):
             Commands.printError("flowbridge: state file \(statePath) cannot be used: \(reason)")
-            return Self.dataError
+            return Commands.dataError
         case .unusable(let problem):
             Commands.printError("flowbridge: \(problem)")
-            return Self.dataError
+            return Commands.dataError
         }
         var engine = FlowEngine(config: config.flow, zone: Commands.zone(of: config))
         do {
             try engine.restore(state).forEach(log.log)
         } catch {
             Commands.printError("flowbridge: \(statePath) cannot be used: \(error)")
-            return Self.dataError
+            return Commands.dataError
         }
         guard let at = engine.latestKnownTime else {
             Commands.printError("flowbridge: \(statePath) holds no reading yet: nothing to draw")
-            return Self.dataError
+            return Commands.dataError
         }
         let documents = engine.currentDocuments(at: at)
         var drawn = 0
@@ -150,8 +136,8 @@ struct RenderCommand {
             }
         } catch {
             Commands.printError("flowbridge: cannot write the picture: \(error)")
-            return Self.cannotCreate
+            return Commands.cannotCreate
         }
-        return drawn > 0 ? 0 : Self.dataError
+        return drawn > 0 ? 0 : Commands.dataError
     }
 }

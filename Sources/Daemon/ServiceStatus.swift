@@ -29,7 +29,7 @@ struct ServiceStatus: Equatable {
         case .waiting(let cause): return "waiting for broker \(address): \(cause)"
         case .connected:
             let silent = silentSources.isEmpty
-                ? "" : "; \(silentSources.count) of \(sourceCount) source\(sourceCount == 1 ? "" : "s") silent: \(silentSources.joined(separator: ", "))"
+                ? "" : "; \(silentSources.count) of \(counted(sourceCount, "source")) silent: \(silentSources.joined(separator: ", "))"
             return "connected to \(address)\(silent)"
         }
     }

@@ -30,7 +30,7 @@ struct SimulateCommand {
             func fail(_ message: String) -> Commands.UsageError { Commands.UsageError(message: message) }
             switch (values["--broker"], values["--trace"]) {
             case (let broker?, nil):
-                guard let address = Self.address(broker) else { throw fail("--broker must be HOST:PORT (port 1…65535), not '\(broker)'") }
+                guard let address = BrokerAddress(broker) else { throw fail("--broker must be HOST:PORT (port 1…65535), not '\(broker)'") }
                 output = .broker(host: address.host, port: address.port)
             case (nil, let trace?):
                 output = .trace(trace)
@@ -54,26 +54,6 @@ struct SimulateCommand {
                 self.seed = seed
             }
         }
-
-        /// `host:port`, `[IPv6 address]:port`, or a host alone (port 1883).
-        static func address(_ text: String) -> (host: String, port: Int)? {
-            var host = Substring(text)
-            var port: Substring?
-            if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-                host = text[text.index(after: text.startIndex)..<close]
-                let rest = text[text.index(after: close)...]
-                if !rest.isEmpty {
-                    guard rest.hasPrefix(":") else { return nil }
-                    port = rest.dropFirst()
-                }
-            } else if let colon = text.firstIndex(of: ":"), !text[text.index(after: colon)...].contains(":") {
-                host = text[..<colon]
-                port = text[text.index(after: colon)...]
-            }
-            let number = port == nil ? 1883 : port.flatMap { Int($0) }
-            guard let number, (1...65_535).contains(number), !host.isEmpty else { return nil }
-            return (String(host), number)
-        }
     }
 
     func run() async -> Int32 {
@@ -91,7 +71,7 @@ struct SimulateCommand {
         let fd = path == "-" ? 1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             Commands.printError("flowbridge: \(FileError(path))")
-            return 73  // EX_CANTCREAT
+            return Commands.cannotCreate
         }
         defer { if fd != 1 { close(fd) } }
         let end = simulation.firstDay.end
@@ -113,9 +93,9 @@ struct SimulateCommand {
                 count += 1
             }
             last = cycle.state
-            if bytes.count >= 65_536, !flush() { return 74 }  // EX_IOERR
+            if bytes.count >= 65_536, !flush() { return Commands.ioError }
         }
-        guard flush() else { return 74 }
+        guard flush() else { return Commands.ioError }
         if let last {
             log.log(.info, "\(simulation.firstDay.date) (seed \(options.seed)): \(count) messages; the panels made \(JSONValue.format((last.yieldTodayWh / 100).rounded() / 10)) kWh, the battery ended at \(Int(last.socPercent.rounded())) %")
         }
@@ -137,7 +117,7 @@ struct SimulateCommand {
             try client.start()
         } catch {
             log.log(.error, "cannot start the MQTT client: \(error)")
-            return 69  // EX_UNAVAILABLE
+            return Commands.unavailable
         }
         let minutes = Int(secondsIntoDay) / 60
         let profile = simulation.home.profile

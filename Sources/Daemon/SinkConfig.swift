@@ -25,6 +25,9 @@ public struct OutputSettings: Sendable, Equatable {
 extension DaemonConfig {
     /// Whether `run` delivers anywhere.
     public var hasSink: Bool { !pushes.isEmpty || output.stdout || output.mqtt != nil }
+
+    /// What `check` and `run` say of a config without a sink, and how to give it one.
+    static let noSinkWarning = "pushes are computed but go nowhere (add push: to a widget, or output: {stdout: true} or {mqtt: true})"
 }
 
 extension ConfigLoader {

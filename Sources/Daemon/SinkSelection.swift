@@ -34,7 +34,7 @@ enum SinkSelection {
             sinks.append(try WidgetAPISink(widget: push.widget, settings: push.api, token: push.token?.value, log: { [log] in log.log($0) }))
         }
         if sinks.isEmpty {
-            log.log(.warning, "no sink configured: pushes are computed but go nowhere (add push: to a widget, or output: {stdout: true} or {mqtt: true})")
+            log.log(.warning, "no sink configured: \(DaemonConfig.noSinkWarning)")
         } else {
             let names = sinks.map { sink in
                 switch sink {

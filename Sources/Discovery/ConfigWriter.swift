@@ -1,8 +1,5 @@
 import FlowCore
 
-/// Writes a setup plan as a config file: every source with a comment saying what the device
-/// publishes there (unit, sign, why the sign is flipped or not), the widget, and at the end what
-/// was left out or could not be placed.
 /// The broker a config reads from: its `mqtt:` section.
 public struct BrokerSettings: Sendable, Equatable {
     public var host: String
@@ -40,6 +37,9 @@ public struct Heard: Sendable, Equatable {
     }
 }
 
+/// Writes a setup plan as a config file: every source with a comment saying what the device
+/// publishes there (unit, sign, why the sign is flipped or not), the widget, and at the end what
+/// was left out or could not be placed.
 struct ConfigWriter {
     let plan: SetupPlan
     /// Where the messages came from: the header and the `mqtt:` section.

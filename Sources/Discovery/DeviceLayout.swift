@@ -66,12 +66,9 @@ public struct NodeDraft: Sendable, Equatable {
     /// Battery only: the fill level (%).
     public var level: SourceDraft?
 
+    /// A node whose rate adds up `rate` (nothing subtracted).
     init(role: Role, name: String, rate: [SourceDraft], total: TotalDraft, level: SourceDraft? = nil) {
-        self.role = role
-        self.name = name
-        terms = rate.map { Term(source: $0) }
-        self.total = total
-        self.level = level
+        self.init(role: role, name: name, terms: rate.map { Term(source: $0) }, total: total, level: level)
     }
 
     /// Every source the node reads: its terms, its counter, its level.
@@ -115,6 +112,21 @@ public struct Recognition: Sendable, Equatable {
     public var claimed: Set<String>
     /// Readings of the device that were seen and left out.
     public var leftOut: [LeftOut] = []
+}
+
+extension Recognition {
+    /// An energy plug measures whatever is plugged in: it is an input only when its name (`name`)
+    /// says it is a balcony plant or an inverter; otherwise it is left out, with the line that
+    /// would add it. `what` says which reading and which plug (`power: a Zigbee plug`).
+    static func plug(device: String, name: String, claimed: Set<String>, rate: SourceDraft, total: TotalDraft, what: String) -> Recognition {
+        var recognition = Recognition(device: device, standing: .meter, nodes: [], claimed: claimed)
+        if NameHint.matches(name, NameHint.production) {
+            recognition.nodes.append(NodeDraft(role: .production, name: "Balcony", rate: [rate], total: total))
+        } else {
+            recognition.leftOut.append(LeftOut(rate.topic, "\(what); if it feeds in a balcony plant, it is an input", suggestion: rate))
+        }
+        return recognition
+    }
 }
 
 /// A reading seen and not placed: why, and where it helps, the source that would add it.

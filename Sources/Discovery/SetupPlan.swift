@@ -58,14 +58,14 @@ public struct SetupPlan: Sendable, Equatable {
             for skipped in candidates where skipped.recognition.standing < best {
                 leftOut.append(LeftOut(
                     skipped.node.terms.map(\.source.topic).joined(separator: ", "),
-                    "\(skipped.recognition.device) republishes the \(role.word); \(chosen[0].recognition.device) is read directly"))
+                    "\(skipped.recognition.device) republishes the \(role.rawValue); \(chosen[0].recognition.device) is read directly"))
             }
             for extra in chosen.dropFirst(limit) {
                 leftOut.append(LeftOut(
                     extra.node.terms.map(\.source.topic).joined(separator: ", "),
                     role == .production
                         ? "\(extra.recognition.device): the widget draws at most \(Self.maxInputs) inputs"
-                        : "\(extra.recognition.device) also offers the \(role.word); \(chosen[0].recognition.device) is used"))
+                        : "\(extra.recognition.device) also offers the \(role.rawValue); \(chosen[0].recognition.device) is used"))
             }
             chosen = Array(chosen.prefix(limit))
             switch role {
@@ -99,17 +99,6 @@ public struct SetupPlan: Sendable, Equatable {
             }
         default:
             return []
-        }
-    }
-}
-
-extension Role {
-    /// `the production`, for messages.
-    var word: String {
-        switch self {
-        case .production: "production"
-        case .grid: "grid"
-        case .battery: "battery"
         }
     }
 }

@@ -6,8 +6,6 @@ import FlowCore
 struct Card {
     var svg: SVGWriter
     let style: Style
-    /// Where the content below the header may start.
-    let top: Double
 
     struct Style {
         let background: WidgetColor
@@ -40,7 +38,11 @@ struct Card {
         if let subtitle = shared.subtitle {
             svg.label(subtitle, x: 26, y: 62, size: 13, maxWidth: width - 52, anchor: "start", fill: paleText.hex, classes: "subtitle")
         }
-        top = shared.subtitle != nil ? 74 : shared.label != nil ? 52 : 20
+    }
+
+    /// Where the content below the header may start: under the subtitle, else the label.
+    static func top(below shared: SharedContent) -> Double {
+        shared.subtitle != nil ? 74 : shared.label != nil ? 52 : 20
     }
 
     mutating func finish() -> String { svg.finish() }

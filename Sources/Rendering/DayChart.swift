@@ -275,17 +275,10 @@ public struct DayChart: Sendable {
                     "line",
                     [("x1", SVGWriter.number(x)), ("y1", SVGWriter.number(Self.plotTop)), ("x2", SVGWriter.number(x)),
                      ("y2", SVGWriter.number(Self.plotBottom + 5)), ("stroke", WidgetColor.hairline.hex)])
-                svg.label(mark == day.end ? "24:00" : clock(at: mark), x: x, y: Self.plotBottom + 22, size: 12, fill: pale, classes: "hour")
+                let hour = mark == day.end ? "24:00" : zone.clockText(at: mark, today: mark)
+                svg.label(hour, x: x, y: Self.plotBottom + 22, size: 12, fill: pale, classes: "hour")
             }
         }
-    }
-
-    /// `HH:MM` of the local clock.
-    func clock(at instant: Date) -> String {
-        let seconds = Int(instant.timeIntervalSince1970.rounded(.down)) + zone.utcOffsetSeconds(at: instant)
-        let minutes = ((seconds / 60) % 1440 + 1440) % 1440
-        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(two(minutes / 60)):\(two(minutes % 60))"
     }
 
     private func draw(_ line: Series, on card: inout Card) {

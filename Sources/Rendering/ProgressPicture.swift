@@ -35,8 +35,7 @@ public struct ProgressPicture: Sendable {
     var trend: String? { rows.isEmpty ? progress.trend.flatMap { ["up", "down", "flat"].contains($0) ? $0 : nil } : nil }
 
     public func svg() -> String {
-        let top = progress.shared.subtitle != nil ? 74.0 : progress.shared.label != nil ? 52 : 20
-        let barY = top + 58
+        let barY = Card.top(below: progress.shared) + 58
         let below = barY + 16
         let height = below + (rows.isEmpty ? (trend == nil ? 26 : 68) : 22 + Double(rows.count) * 30)
         var card = Card(shared: progress.shared, width: Self.width, height: height, fallbackTitle: "Progress")

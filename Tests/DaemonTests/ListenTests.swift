@@ -113,6 +113,21 @@ struct ListenTests {
         #expect(text.contains("6 sources never reported a value"), "\(text)")
     }
 
+    /// The listen's first line counts the widgets as `check` does: a progress bar is one too.
+    @Test func theListenCountsEveryWidgetAsCheckDoes() async throws {
+        let folder = TemporaryFolder()
+        let config = try Self.config(port: try MosquittoBroker.freeLoopbackPort())
+            + "  battery:\n    template: progress\n    progress: {of: battery}\n"
+        let path = try folder.write("config.yaml", config)
+        let state = folder.url.appendingPathComponent("state.json").path
+        let check = try runFlowbridge(["check", "--config", path, "--state", state])
+        #expect(check.out.hasPrefix("config OK: 6 sources, 2 widgets; "), "\(check.out)\(check.err)")
+        let output = folder.url.appendingPathComponent("listen.out").path
+        let process = try ChildProcess(Repository.binary, ["check", "--config", path, "--listen", "1s", "--state", state], outputFile: output)
+        let text = await Self.finish(process, output)
+        #expect(text.contains("config OK: 6 sources, 2 widgets; listening 1 s to 127.0.0.1:"), "\(text)")
+    }
+
     @Test(arguments: ["0s", "soon", "25h"])
     func aListenDurationOutOfRangeIsAUsageError(_ duration: String) throws {
         let run = try runFlowbridge(["check", "--config", "/nonexistent.yaml", "--listen", duration])

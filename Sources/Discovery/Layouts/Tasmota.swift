@@ -45,8 +45,7 @@ struct TasmotaLayout: DeviceLayout {
             nodes: [NodeDraft(role: .grid, name: "Grid", rate: [rate], total: total)], claimed: claimed)
     }
 
-    /// An energy plug measures whatever is plugged in: an input only when its name says it is a
-    /// balcony plant or an inverter; otherwise it is listed with the line that would add it.
+    /// An energy plug: an input when its name says so (`Recognition.plug`).
     func plug(device: String, topic: String, hasTotal: Bool, claimed: Set<String>) -> Recognition {
         let rate = SourceDraft(
             name: "balcony", topic: topic, json: "ENERGY.Power", staleAfter: Self.staleAfter,
@@ -56,13 +55,8 @@ struct TasmotaLayout: DeviceLayout {
                 name: "balcony_total", topic: topic, json: "ENERGY.Total", unit: .kilowattHour, staleAfter: Self.staleAfter,
                 note: "Tasmota energy plug: ENERGY.Total, lifetime kWh (ENERGY.Today restarts at the plug's own midnight)"))
             : .word("integrate")
-        var recognition = Recognition(device: "Tasmota energy plug tele/\(device)", standing: .meter, nodes: [], claimed: claimed)
-        if NameHint.matches(device, NameHint.production) {
-            recognition.nodes.append(NodeDraft(role: .production, name: "Balcony", rate: [rate], total: total))
-        } else {
-            recognition.leftOut.append(LeftOut(
-                topic, "ENERGY.Power: an energy plug; if it feeds in a balcony plant, it is an input", suggestion: rate))
-        }
-        return recognition
+        return .plug(
+            device: "Tasmota energy plug tele/\(device)", name: device, claimed: claimed, rate: rate, total: total,
+            what: "ENERGY.Power: an energy plug")
     }
 }

@@ -23,17 +23,11 @@ struct Zigbee2MQTTLayout: DeviceLayout {
     func plug(base: String, device: String, topic: String, hasEnergy: Bool, _ catalog: TopicIndex) -> Recognition {
         // The device's own topics (availability, set, get), and the bridge's.
         let claimed = Set([topic] + catalog.topics(under: topic) + catalog.topics(under: base + "/bridge"))
-        var recognition = Recognition(device: "Zigbee2MQTT plug \"\(device)\"", standing: .meter, nodes: [], claimed: claimed)
         let rate = SourceDraft(name: "balcony", topic: topic, json: "power", note: "Zigbee2MQTT plug \(device): power, W (\(topic)/availability is not a reading)")
         let total: TotalDraft = hasEnergy
             ? .counter(SourceDraft(name: "balcony_total", topic: topic, json: "energy", unit: .kilowattHour, note: "Zigbee2MQTT plug: energy, lifetime kWh"))
             : .word("integrate")
-        if NameHint.matches(device, NameHint.production) {
-            recognition.nodes.append(NodeDraft(role: .production, name: "Balcony", rate: [rate], total: total))
-        } else {
-            recognition.leftOut.append(LeftOut(
-                topic, "power: a Zigbee plug; if it feeds in a balcony plant, it is an input", suggestion: rate))
-        }
-        return recognition
+        return .plug(
+            device: "Zigbee2MQTT plug \"\(device)\"", name: device, claimed: claimed, rate: rate, total: total, what: "power: a Zigbee plug")
     }
 }
