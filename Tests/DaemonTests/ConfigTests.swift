@@ -95,6 +95,9 @@ import Testing
          "line 2: sources.a.max_payload: 'lots' is not a size in bytes (write e.g. 65536, 64KiB or 1MiB)"),
         ("sources:\n  a: {topic: x, stale_after: 0s}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
          "line 2: sources.a.stale_after: must be longer than 0s (or never)"),
+        // With it, a reading of 1e308 W passed, and two of them integrated to an infinite total.
+        ("sources:\n  a: {topic: x, max_power: 1e308}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 2: sources.a.max_power: must be more than 0 W and at most 1e9 W"),
         ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}, policy: {settle: 5m}}\n",
          "line 4: widgets.w.policy.settle: must be at most 60s"),
         ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, stale_marker: maybe, flow: {output: {rate: a}}}\n",
