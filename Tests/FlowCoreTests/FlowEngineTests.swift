@@ -226,7 +226,10 @@ func homeConfig(policy: PatchPolicyConfig = eager, staleAfter: Double? = nil, gr
     /// A step finer than a Double can divide by (`rate_step: 1e-320`, a typo for 1e-3 or a test of
     /// the limits) leaves the value as it is: value / step is no finite number, and the rate and
     /// the total went out as infinities the widget rejects.
-    @Test(arguments: [(1e-320, 1e-320, 3600.0, 0.06), (5e-324, 0.1, 3600, 0.1), (1000, 5e-324, 4000, 0.06)])
+    @Test(arguments: [
+        (Double.leastNormalMagnitude / 1e6, Double.leastNormalMagnitude / 1e6, 3600.0, 0.06),
+        (Double.leastNonzeroMagnitude, 0.1, 3600, 0.1), (1000, Double.leastNonzeroMagnitude, 4000, 0.06),
+    ])
     func aStepTooFineToDivideByLeavesTheValueAsItIs(rateStep: Double, totalStep: Double, rateW: Double, totalKWh: Double) {
         let policy = PatchPolicyConfig(minIntervalSeconds: 0, rateStep: rateStep, rateDeadband: 0, totalStep: totalStep, settleSeconds: 0)
         let config = FlowConfig(sources: [source("pv", "p")], widgets: [FlowWidgetConfig(name: "w", inputs: [node("pv", total: .integrate)], policy: policy)])
