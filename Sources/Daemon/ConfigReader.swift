@@ -73,10 +73,20 @@ final class ConfigReader {
             report(path, node, "expected a duration such as 90s or 5m, found \(node.describedKind)")
             return nil
         }
-        if let seconds = Self.seconds(text) { return seconds }
-        report(path, node, "'\(text)' is not a duration (write e.g. 90s, 5m, 1h)")
-        return nil
+        guard let seconds = Self.seconds(text) else {
+            report(path, node, "'\(text)' is not a duration (write e.g. 90s, 5m, 1h)")
+            return nil
+        }
+        guard seconds <= Self.longestSeconds else {
+            report(path, node, "'\(text)' is longer than 365d, the longest duration the config takes")
+            return nil
+        }
+        return seconds
     }
+
+    /// A year: any longer duration is a typo. The timers count in whole seconds, milliseconds or
+    /// nanoseconds, which `1e19` seconds (or `1e308d`, not even a finite number) would not fit.
+    static let longestSeconds = 365 * 86_400.0
 
     /// `90s`, `5m`, `1h`, `250ms`, `1d` or a plain number of seconds, in seconds; nil for anything
     /// else. The config's durations and the command line's (`--listen 60s`) read alike.

@@ -372,7 +372,9 @@ struct ConfigLoader {
         }
         let maxGap = map.duration("max_gap") ?? SourceConfig.defaultMaxGapSeconds
         let maxPower = map.number("max_power") ?? SourceConfig.defaultMaxPowerW
-        if maxPower <= 0 { reader.report(map.childPath("max_power"), map.value("max_power"), "must be more than 0 W") }
+        if maxPower <= 0 || maxPower > SourceConfig.largestMaxPowerW {
+            reader.report(map.childPath("max_power"), map.value("max_power"), "must be more than 0 W and at most 1e9 W")
+        }
         let combine = map.value("combine").flatMap { reader.choice($0, map.childPath("combine"), as: SourceCombine.self) } ?? .latest
         if combine == .sum, let topic, topic.isExact {
             reader.report(map.childPath("combine"), map.value("combine"), "sum adds the topics a wildcard matches; '\(topic)' is one topic (use + or #, or leave combine out)")

@@ -91,6 +91,9 @@ public struct SourceConfig: Sendable, Equatable {
     public static let defaultStaleAfterSeconds = 600.0
     public static let defaultMaxGapSeconds = 300.0
     public static let defaultMaxPowerW = 100_000.0
+    /// The largest `max_power` (1 GW, a power station): readings let through up to near the
+    /// largest Double would add up to an infinite rate or total.
+    public static let largestMaxPowerW = 1e9
     public static let defaultMaxPayloadBytes = 65_536
     /// How long a source with `stale_after: never` may stay silent after the subscription before
     /// the log asks about it.

@@ -74,13 +74,17 @@ public struct PatchPolicy: Sendable {
     }
 
     /// Rounds a value to a multiple of `step`, without binary noise (0.1 steps print as `12.4`).
+    /// A step too fine to divide by (`1e-320`: value / step is no finite number) leaves the value
+    /// as it is, as a step of 0 does; an infinity is no rate or total the widget takes.
     public static func quantize(_ value: Double, step: Double) -> Double {
         guard step > 0 else { return value + 0.0 }
         let inverse = 1 / step
-        if step < 1, abs(inverse - inverse.rounded()) < 1e-9 {
-            return (value * inverse.rounded()).rounded() / inverse.rounded() + 0.0
+        let rounded = if step < 1, abs(inverse - inverse.rounded()) < 1e-9 {
+            (value * inverse.rounded()).rounded() / inverse.rounded()
+        } else {
+            (value / step).rounded() * step
         }
-        return (value / step).rounded() * step + 0.0
+        return (rounded.isFinite ? rounded : value) + 0.0
     }
 
     /// Offers the widget's current content at `now`. `urgent` (the day rolled over) skips the

@@ -95,6 +95,9 @@ import Testing
          "line 2: sources.a.max_payload: 'lots' is not a size in bytes (write e.g. 65536, 64KiB or 1MiB)"),
         ("sources:\n  a: {topic: x, stale_after: 0s}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
          "line 2: sources.a.stale_after: must be longer than 0s (or never)"),
+        // With it, a reading of 1e308 W passed, and two of them integrated to an infinite total.
+        ("sources:\n  a: {topic: x, max_power: 1e308}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 2: sources.a.max_power: must be more than 0 W and at most 1e9 W"),
         ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}, policy: {settle: 5m}}\n",
          "line 4: widgets.w.policy.settle: must be at most 60s"),
         ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, stale_marker: maybe, flow: {output: {rate: a}}}\n",
@@ -103,6 +106,28 @@ import Testing
     func brokenConfigNamesKeyAndLine(text: String, expected: String) {
         let error = #expect(throws: ConfigError.self) { try DaemonConfig.parse(text, file: "config.yaml") }
         #expect(error?.description.contains(expected) == true, "\(error?.description ?? "no error")")
+    }
+
+    /// A duration too long to mean anything is a config problem, not a value: a keepalive interval,
+    /// a timeout or a retry wait becomes a whole number of seconds, milliseconds or nanoseconds,
+    /// which `1e19` (or `1e308d`, no number at all) does not fit, and `check` passed what `run`
+    /// then trapped on. Each case adds its text at the top, to source `a` or to widget `w`.
+    @Test(arguments: [
+        ("keepalive: [{topic: k, interval: 1e19}]\n", "", "", "keepalive[0].interval"),
+        ("keepalive: [{topic: k, interval: 1e308d}]\n", "", "", "keepalive[0].interval"),
+        ("", ", stale_after: 1e308d", "", "sources.a.stale_after"),
+        ("", ", max_gap: 1e300", "", "sources.a.max_gap"),
+        ("", "", ", policy: {min_interval: 1e308d}", "widgets.w.policy.min_interval"),
+        ("", "", ", push: {url: \"https://x/y\", token_env: T, timeout: 1e19}", "widgets.w.push.timeout"),
+        ("", "", ", push: {url: \"https://x/y\", token_env: T, connect_timeout: 1e308d}", "widgets.w.push.connect_timeout"),
+        ("", "", ", push: {url: \"https://x/y\", token_env: T, retry: {min: 1s, max: 1e10}}", "widgets.w.push.retry.max"),
+        ("", "", ", push: {url: \"https://x/y\", token_env: T, retry: {min: 1e308d}}", "widgets.w.push.retry.min"),
+    ])
+    func endlessDurationsAreProblems(top: String, source: String, widget: String, path: String) {
+        let text = top + "sources:\n  a: {topic: x\(source)}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}\(widget)}\n"
+        let error = #expect(throws: ConfigError.self) { try DaemonConfig.parse(text, file: "config.yaml") }
+        #expect(error?.problems.map(\.path) == [path], "\(error?.description ?? "no error")")
+        #expect(error?.description.contains("longer than 365d") == true, "\(error?.description ?? "no error")")
     }
 
     @Test func freshnessSizesAndSettlingHaveDefaultsAndOptOuts() throws {

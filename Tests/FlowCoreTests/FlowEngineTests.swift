@@ -223,6 +223,26 @@ func homeConfig(policy: PatchPolicyConfig = eager, staleAfter: Double? = nil, gr
         #expect(home.pushes.count == 4)
     }
 
+    /// A step finer than a Double can divide by (`rate_step: 1e-320`, a typo for 1e-3 or a test of
+    /// the limits) leaves the value as it is: value / step is no finite number, and the rate and
+    /// the total went out as infinities the widget rejects.
+    @Test(arguments: [
+        (Double.leastNormalMagnitude / 1e6, Double.leastNormalMagnitude / 1e6, 3600.0, 0.06),
+        (Double.leastNonzeroMagnitude, 0.1, 3600, 0.1), (1000, Double.leastNonzeroMagnitude, 4000, 0.06),
+    ])
+    func aStepTooFineToDivideByLeavesTheValueAsItIs(rateStep: Double, totalStep: Double, rateW: Double, totalKWh: Double) {
+        let policy = PatchPolicyConfig(minIntervalSeconds: 0, rateStep: rateStep, rateDeadband: 0, totalStep: totalStep, settleSeconds: 0)
+        let config = FlowConfig(sources: [source("pv", "p")], widgets: [FlowWidgetConfig(name: "w", inputs: [node("pv", total: .integrate)], policy: policy)])
+        var solar = EngineHarness(config)
+        solar.send("p", "3600", at: 0)
+        solar.send("p", "3600", at: 60)
+        #expect(solar.rate("inputs") == rateW)
+        #expect(solar.total("inputs") == totalKWh)
+        for (at, _, push) in solar.pushes {
+            #expect(push.document.validate(now: at).isEmpty, "\(push.document.json)")
+        }
+    }
+
     @Test func deadbandHoldsSmallChangesButNotAChangeToZero() {
         let policy = PatchPolicyConfig(minIntervalSeconds: 0, rateStep: 10, rateDeadband: 20, totalStep: 0.1, settleSeconds: 0)
         let config = FlowConfig(sources: [source("pv", "p")], widgets: [FlowWidgetConfig(name: "w", inputs: [node("pv")], policy: policy)])
