@@ -14,6 +14,17 @@ import Testing
         ("Australia/Adelaide", "2026-04-05T12:00:00Z", "2026-04-05", "2026-04-04T13:30:00Z", 25),
         ("America/Havana", "2026-03-08T12:00:00Z", "2026-03-08", "2026-03-08T05:00:00Z", 23),  // 00:00 does not exist
         ("America/Santiago", "2026-04-04T12:00:00Z", "2026-04-04", "2026-04-04T03:00:00Z", 25),
+        ("America/Santiago", "2026-09-06T12:00:00Z", "2026-09-06", "2026-09-06T04:00:00Z", 23),  // 00:00 does not exist
+        ("America/Havana", "2026-11-01T12:00:00Z", "2026-11-01", "2026-11-01T04:00:00Z", 25),
+        ("America/New_York", "2026-03-08T12:00:00Z", "2026-03-08", "2026-03-08T05:00:00Z", 23),
+        ("America/New_York", "2026-11-01T12:00:00Z", "2026-11-01", "2026-11-01T04:00:00Z", 25),
+        ("Australia/Lord_Howe", "2026-10-04T12:00:00Z", "2026-10-04", "2026-10-03T13:30:00Z", 23.5),  // 30-minute DST
+        ("Australia/Lord_Howe", "2026-04-05T12:00:00Z", "2026-04-05", "2026-04-04T13:00:00Z", 24.5),
+        ("Asia/Beirut", "2022-03-27T12:00:00Z", "2022-03-27", "2022-03-26T22:00:00Z", 23),  // 00:00 does not exist
+        ("Asia/Beirut", "2022-10-29T12:00:00Z", "2022-10-29", "2022-10-28T21:00:00Z", 25),  // 23:00 twice
+        ("Pacific/Apia", "2011-12-29T12:00:00Z", "2011-12-29", "2011-12-29T10:00:00Z", 24),  // the 30th never was
+        ("Etc/GMT+5", "2026-06-01T12:00:00Z", "2026-06-01", "2026-06-01T05:00:00Z", 24),
+        ("Etc/GMT-14", "2026-06-01T12:00:00Z", "2026-06-02", "2026-06-01T10:00:00Z", 24),
         ("UTC", "2026-06-01T00:00:00Z", "2026-06-01", "2026-06-01T00:00:00Z", 24),
     ])
     func dayBounds(zone name: String, at instant: String, date: String, start: String, hours: Double) throws {
@@ -41,11 +52,19 @@ import Testing
             widgets: [FlowWidgetConfig(name: "home", output: node("load", total: .integrate), policy: eager)])
     }
 
-    /// A constant 1000 W for a whole day: 24, 23 or 25 kWh, reset at local midnight.
-    @Test(arguments: [("2026-06-01", 24.0), ("2026-03-29", 23.0), ("2026-10-25", 25.0)])
-    func constantPowerForAWholeLocalDay(date: String, kWh: Double) throws {
-        var home = EngineHarness(Self.constantLoad(), zone: Self.berlin)
-        let day = Self.berlin.day(containing: RFC3339.parse("\(date)T12:00:00Z")!)
+    /// A constant 1000 W for a whole day: as many kWh as the day has hours, reset at local midnight,
+    /// also where DST moves by 30 minutes or skips midnight itself.
+    @Test(arguments: [
+        ("Europe/Berlin", "2026-06-01", 24.0), ("Europe/Berlin", "2026-03-29", 23.0), ("Europe/Berlin", "2026-10-25", 25.0),
+        ("America/New_York", "2026-03-08", 23), ("America/New_York", "2026-11-01", 25),
+        ("Australia/Lord_Howe", "2026-10-04", 23.5), ("Australia/Lord_Howe", "2026-04-05", 24.5),
+        ("America/Havana", "2026-03-08", 23), ("America/Santiago", "2026-09-06", 23), ("America/Santiago", "2026-04-04", 25),
+        ("Asia/Beirut", "2022-03-27", 23), ("Asia/Beirut", "2022-10-29", 25), ("Etc/GMT+5", "2026-06-01", 24),
+    ])
+    func constantPowerForAWholeLocalDay(zone name: String, date: String, kWh: Double) throws {
+        let zone = try #require(SystemTimeZone(identifier: name))
+        var home = EngineHarness(Self.constantLoad(), zone: zone)
+        let day = zone.day(containing: RFC3339.parse("\(date)T12:00:00Z")!)
         var t = day.start.timeIntervalSince1970 - 3600
         while t <= day.end.timeIntervalSince1970 + 3600 {
             home.send("house/power", "1000", at: t)
