@@ -96,11 +96,17 @@ public struct EnergyTotal: Sendable, Equatable {
     /// Ends the day at `boundary` (local midnight) and starts the next one at 0. An integrating
     /// total carries its last rate up to midnight, when that is within `maxGapSeconds`, so the
     /// segment that spans midnight is split between the two days; a counter takes its last reading
-    /// as the new day's baseline. Returns the closed day's energy.
+    /// as the new day's baseline. A rate older than that is no rate for the new day either: carried
+    /// to midnight, it would count the first minutes after it at a rate read hours ago (after a
+    /// silence, or a restart on a later day). Returns the closed day's energy.
     @discardableResult
     public mutating func closeDay(at boundary: Date, maxGapSeconds: Double) -> Double {
         if direction != nil, let last = lastSample, last.at < boundary {
-            integrate(rateW: last.rateW, at: boundary, maxGapSeconds: maxGapSeconds)
+            if boundary.timeIntervalSince(last.at) <= maxGapSeconds {
+                integrate(rateW: last.rateW, at: boundary, maxGapSeconds: maxGapSeconds)
+            } else {
+                interrupt()
+            }
         }
         let closed = energyKWh
         energyKWh = 0

@@ -184,3 +184,76 @@ import Testing
         }
     }
 }
+
+/// Restarts: the engine's state saved, the daemon down for a while, a new engine started on the
+/// saved state. A constant 1000 W load, integrated, beside a lifetime counter (kWh or Wh) that
+/// rises by exactly that, both read every minute (at :30) while the daemon runs.
+@Suite struct RestartDayTests {
+    static let berlin = SystemTimeZone(identifier: "Europe/Berlin")!
+
+    static func config(_ unit: SourceUnit) -> FlowConfig {
+        FlowConfig(
+            sources: [source("load", "house/power"), source("meter", "meter/energy", unit: unit)],
+            widgets: [
+                FlowWidgetConfig(
+                    name: "home", output: node("load", total: .integrate), exchange: node("load", total: .counter(source: "meter")),
+                    policy: eager)
+            ])
+    }
+
+    /// The engine a restart makes: a new one, with the state the old one would have written.
+    static func restarted(_ old: EngineHarness, _ config: FlowConfig) throws -> EngineHarness {
+        var fresh = EngineHarness(config, zone: berlin)
+        try fresh.engine.restore(JSONValue(parsing: old.engine.snapshot().encoded()))
+        return fresh
+    }
+
+    /// Minutes since the local midnight that starts `date`: where the daemon stops, starts again
+    /// and where the totals are looked at. The totals must be what the readings say about the day
+    /// that holds the end: the integral over the stretches between readings no longer than
+    /// `max_gap` (5 min), and the counter's rise since its last reading before that day.
+    @Test(arguments: [
+        ("2026-06-01", 600, 603, 720),  // down for 3 minutes: within max_gap, integrated across
+        ("2026-06-01", 600, 615, 720),  // 15 minutes: not integrated across
+        ("2026-06-01", 600, 840, 960),  // 4 hours
+        ("2026-06-01", -60, 30, 120),  // across midnight
+        ("2026-06-01", -10, 3, 120),  // across midnight, back within max_gap of it
+        ("2026-06-01", -60, 1470, 1560),  // across two midnights
+        ("2026-10-25", 90, 270, 360),  // across the end of DST (a 25-hour day)
+        ("2026-03-29", 90, 210, 360),  // across the start of DST (a 23-hour day)
+        ("2026-10-25", 1494, 1503, 1560),  // across the midnight that ends a 25-hour day
+    ], [SourceUnit.kilowattHour, .wattHour])
+    func aRestartKeepsWhatTheReadingsSay(restart: (date: String, stop: Int, start: Int, end: Int), unit: SourceUnit) throws {
+        let (date, stop, start, end) = restart
+        let config = Self.config(unit)
+        let midnight = Self.berlin.day(containing: RFC3339.parse("\(date)T12:00:00Z")!).start.timeIntervalSince1970
+        let scale = unit == .wattHour ? 1000.0 : 1
+        var times: [Double] = []
+        func readings(_ minutes: ClosedRange<Int>, _ home: inout EngineHarness) {
+            for minute in minutes {
+                let t = midnight + Double(minute) * 60 + 30
+                home.send("house/power", "1000", at: t)
+                home.send("meter/energy", JSONValue.format((20_000 + (t - midnight) / 3600) * scale), at: t)
+                times.append(t)
+            }
+        }
+        var before = EngineHarness(config, zone: Self.berlin)
+        readings(-240...stop, &before)
+        var after = try Self.restarted(before, config)
+        readings(start...end, &after)
+
+        let day = Self.berlin.day(containing: Date(timeIntervalSince1970: times.last!))
+        #expect(after.engine.day == day)
+        let dayStart = day.start.timeIntervalSince1970
+        var integratedSeconds = 0.0
+        for (from, to) in zip(times, times.dropFirst()) where to - from <= 300 {
+            integratedSeconds += max(0, to - max(from, dayStart))
+        }
+        let counterSeconds = times.last! - times.last { $0 < dayStart }!
+        let totals = try #require(after.engine.snapshot()["totals"])
+        let integrated = try #require(totals["home/output"]?["kwh"]?.numberValue)
+        let counted = try #require(totals["home/exchange"]?["kwh"]?.numberValue)
+        #expect(abs(integrated - integratedSeconds / 3600) < 1e-9, "integrated \(integrated) kWh")
+        #expect(abs(counted - counterSeconds / 3600) < 1e-6, "counted \(counted) kWh")
+    }
+}
