@@ -208,7 +208,7 @@ import Testing
         return fresh
     }
 
-    /// Minutes since the local midnight that starts `date`: where the daemon stops, starts again
+    /// Minutes since the local midnight that starts `date`: where the daemon reads last, starts again
     /// and where the totals are looked at. The totals must be what the readings say about the day
     /// that holds the end: the integral over the stretches between readings no longer than
     /// `max_gap` (5 min), and the counter's rise since its last reading before that day.
@@ -218,6 +218,9 @@ import Testing
         ("2026-06-01", 600, 840, 960),  // 4 hours
         ("2026-06-01", -60, 30, 120),  // across midnight
         ("2026-06-01", -10, 3, 120),  // across midnight, back within max_gap of it
+        ("2026-06-01", -3, 3, 120),  // 6 minutes across midnight: longer than max_gap
+        ("2026-06-01", -1, 4, 120),  // stopped after closing the day: 5 minutes, max_gap
+        ("2026-06-01", -1, 5, 120),  // stopped after closing the day: 6 minutes
         ("2026-06-01", -60, 1470, 1560),  // across two midnights
         ("2026-10-25", 90, 270, 360),  // across the end of DST (a 25-hour day)
         ("2026-03-29", 90, 210, 360),  // across the start of DST (a 23-hour day)
@@ -239,6 +242,7 @@ import Testing
         }
         var before = EngineHarness(config, zone: Self.berlin)
         readings(-240...stop, &before)
+        before.run(until: midnight + Double(stop) * 60 + 90)  // it stops just before the next reading
         var after = try Self.restarted(before, config)
         readings(start...end, &after)
 

@@ -42,6 +42,7 @@ import Testing
         (-100.0, 100.0, 100.0, 100.0),  // 200 s: split at midnight
         (-1000, 100, 0, 0),  // silent since long before midnight
         (-1000, 400, 0, 0),
+        (-200, 200, 200, 0),  // 400 s: more than max_gap, found out only after midnight
     ])
     func aSilenceAcrossMidnight(lastBefore: Double, firstAfter: Double, closedSeconds: Double, newDaySeconds: Double) {
         var total = EnergyTotal(spec: .integrate)
