@@ -23,6 +23,10 @@ public struct EnergyTotal: Sendable, Equatable {
     public internal(set) var energyKWh: Double = 0
     /// The last rate integrated (integrating totals only).
     public internal(set) var lastSample: RateSample?
+    /// How far the segment from `lastSample` is counted already: midnight, which split it between
+    /// two days. The next rate counts only the rest, and only when the whole silence since
+    /// `lastSample` is within `max_gap`: a silence is no shorter for spanning midnight.
+    public internal(set) var countedUntil: Date?
     /// The device counter's bookkeeping (counter and daily totals only).
     public internal(set) var counter: CounterTrack?
 
@@ -51,18 +55,21 @@ public struct EnergyTotal: Sendable, Equatable {
         guard let direction else { return }
         if let last = lastSample {
             let seconds = instant.timeIntervalSince(last.at)
-            if seconds > 0, seconds <= maxGapSeconds {
-                let joules = Self.positivePart(from: direction * last.rateW, to: direction * rateW, seconds: seconds)
+            let uncounted = instant.timeIntervalSince(countedUntil ?? last.at)
+            if seconds > 0, seconds <= maxGapSeconds, uncounted > 0 {
+                let joules = Self.positivePart(from: direction * last.rateW, to: direction * rateW, seconds: uncounted)
                 energyKWh += joules / 3_600_000
             }
         }
         lastSample = RateSample(at: instant, rateW: rateW)
+        countedUntil = nil
     }
 
     /// Ends the current segment without counting it: the rate was unknown from here (a balance with
     /// a stale term), or the clock stepped. Counting starts again at the next known rate.
     public mutating func interrupt() {
         lastSample = nil
+        countedUntil = nil
     }
 
     /// The wall clock stepped by `seconds` without that time passing: nothing is counted across the
@@ -96,11 +103,19 @@ public struct EnergyTotal: Sendable, Equatable {
     /// Ends the day at `boundary` (local midnight) and starts the next one at 0. An integrating
     /// total carries its last rate up to midnight, when that is within `maxGapSeconds`, so the
     /// segment that spans midnight is split between the two days; a counter takes its last reading
-    /// as the new day's baseline. Returns the closed day's energy.
+    /// as the new day's baseline. A rate older than that is no rate for the new day either: carried
+    /// to midnight, it would count the first minutes after it at a rate read hours ago (after a
+    /// silence, or a restart on a later day). Returns the closed day's energy.
     @discardableResult
     public mutating func closeDay(at boundary: Date, maxGapSeconds: Double) -> Double {
-        if direction != nil, let last = lastSample, last.at < boundary {
-            integrate(rateW: last.rateW, at: boundary, maxGapSeconds: maxGapSeconds)
+        if let direction, let last = lastSample, last.at < boundary {
+            if boundary.timeIntervalSince(last.at) <= maxGapSeconds {
+                let seconds = boundary.timeIntervalSince(countedUntil ?? last.at)
+                energyKWh += Self.positivePart(from: direction * last.rateW, to: direction * last.rateW, seconds: seconds) / 3_600_000
+                countedUntil = boundary
+            } else {
+                interrupt()
+            }
         }
         let closed = energyKWh
         energyKWh = 0

@@ -156,6 +156,7 @@ extension EnergyTotal {
         if let lastSample {
             members["last_t"] = .number(lastSample.at.timeIntervalSince1970)
             members["last_rate"] = .number(lastSample.rateW)
+            members["counted_t"] = countedUntil.map { .number($0.timeIntervalSince1970) }
         }
         if let counter {
             members["baseline"] = counter.baseline.map(JSONValue.number)
@@ -186,7 +187,7 @@ extension EnergyTotal {
         }
         guard let energy = number("kwh", in: 0...maxDayKWh), let energy,
             let lastT = number("last_t", in: times),
-            let lastRate = number("last_rate", in: -1e9...1e9),
+            let lastRate = number("last_rate", in: -1e9...1e9), let countedT = number("counted_t", in: times),
             let baseline = number("baseline", in: energyRange), let last = number("last", in: energyRange),
             let counterT = number("counter_t", in: times),
             let carried = number("carried", in: 0...maxDayKWh), let suspect = number("suspect", in: energyRange),
@@ -198,6 +199,7 @@ extension EnergyTotal {
         total.energyKWh = energy
         if let lastT, let lastRate {
             total.lastSample = RateSample(at: Date(timeIntervalSince1970: lastT), rateW: lastRate)
+            total.countedUntil = countedT.map(Date.init(timeIntervalSince1970:))
         }
         if let track = total.counter {
             total.counter = CounterTrack(

@@ -30,7 +30,7 @@ extension FlowEngine {
         var times = sources.compactMap { $0.reading?.at }
         for widget in widgets {
             for node in widget.nodes {
-                if let sample = node.total?.lastSample { times.append(sample.at) }
+                if let sample = node.total?.lastSample { times.append(node.total?.countedUntil ?? sample.at) }
                 if let counted = node.total?.counter?.lastAt { times.append(counted) }
             }
         }

@@ -14,6 +14,17 @@ import Testing
         ("Australia/Adelaide", "2026-04-05T12:00:00Z", "2026-04-05", "2026-04-04T13:30:00Z", 25),
         ("America/Havana", "2026-03-08T12:00:00Z", "2026-03-08", "2026-03-08T05:00:00Z", 23),  // 00:00 does not exist
         ("America/Santiago", "2026-04-04T12:00:00Z", "2026-04-04", "2026-04-04T03:00:00Z", 25),
+        ("America/Santiago", "2026-09-06T12:00:00Z", "2026-09-06", "2026-09-06T04:00:00Z", 23),  // 00:00 does not exist
+        ("America/Havana", "2026-11-01T12:00:00Z", "2026-11-01", "2026-11-01T04:00:00Z", 25),
+        ("America/New_York", "2026-03-08T12:00:00Z", "2026-03-08", "2026-03-08T05:00:00Z", 23),
+        ("America/New_York", "2026-11-01T12:00:00Z", "2026-11-01", "2026-11-01T04:00:00Z", 25),
+        ("Australia/Lord_Howe", "2026-10-04T12:00:00Z", "2026-10-04", "2026-10-03T13:30:00Z", 23.5),  // 30-minute DST
+        ("Australia/Lord_Howe", "2026-04-05T12:00:00Z", "2026-04-05", "2026-04-04T13:00:00Z", 24.5),
+        ("Asia/Beirut", "2022-03-27T12:00:00Z", "2022-03-27", "2022-03-26T22:00:00Z", 23),  // 00:00 does not exist
+        ("Asia/Beirut", "2022-10-29T12:00:00Z", "2022-10-29", "2022-10-28T21:00:00Z", 25),  // 23:00 twice
+        ("Pacific/Apia", "2011-12-29T12:00:00Z", "2011-12-29", "2011-12-29T10:00:00Z", 24),  // the 30th never was
+        ("Etc/GMT+5", "2026-06-01T12:00:00Z", "2026-06-01", "2026-06-01T05:00:00Z", 24),
+        ("Etc/GMT-14", "2026-06-01T12:00:00Z", "2026-06-02", "2026-06-01T10:00:00Z", 24),
         ("UTC", "2026-06-01T00:00:00Z", "2026-06-01", "2026-06-01T00:00:00Z", 24),
     ])
     func dayBounds(zone name: String, at instant: String, date: String, start: String, hours: Double) throws {
@@ -41,11 +52,19 @@ import Testing
             widgets: [FlowWidgetConfig(name: "home", output: node("load", total: .integrate), policy: eager)])
     }
 
-    /// A constant 1000 W for a whole day: 24, 23 or 25 kWh, reset at local midnight.
-    @Test(arguments: [("2026-06-01", 24.0), ("2026-03-29", 23.0), ("2026-10-25", 25.0)])
-    func constantPowerForAWholeLocalDay(date: String, kWh: Double) throws {
-        var home = EngineHarness(Self.constantLoad(), zone: Self.berlin)
-        let day = Self.berlin.day(containing: RFC3339.parse("\(date)T12:00:00Z")!)
+    /// A constant 1000 W for a whole day: as many kWh as the day has hours, reset at local midnight,
+    /// also where DST moves by 30 minutes or skips midnight itself.
+    @Test(arguments: [
+        ("Europe/Berlin", "2026-06-01", 24.0), ("Europe/Berlin", "2026-03-29", 23.0), ("Europe/Berlin", "2026-10-25", 25.0),
+        ("America/New_York", "2026-03-08", 23), ("America/New_York", "2026-11-01", 25),
+        ("Australia/Lord_Howe", "2026-10-04", 23.5), ("Australia/Lord_Howe", "2026-04-05", 24.5),
+        ("America/Havana", "2026-03-08", 23), ("America/Santiago", "2026-09-06", 23), ("America/Santiago", "2026-04-04", 25),
+        ("Asia/Beirut", "2022-03-27", 23), ("Asia/Beirut", "2022-10-29", 25), ("Etc/GMT+5", "2026-06-01", 24),
+    ])
+    func constantPowerForAWholeLocalDay(zone name: String, date: String, kWh: Double) throws {
+        let zone = try #require(SystemTimeZone(identifier: name))
+        var home = EngineHarness(Self.constantLoad(), zone: zone)
+        let day = zone.day(containing: RFC3339.parse("\(date)T12:00:00Z")!)
         var t = day.start.timeIntervalSince1970 - 3600
         while t <= day.end.timeIntervalSince1970 + 3600 {
             home.send("house/power", "1000", at: t)
@@ -163,5 +182,82 @@ import Testing
             #expect(total.energyKWh >= shown)
             shown = total.energyKWh
         }
+    }
+}
+
+/// Restarts: the engine's state saved, the daemon down for a while, a new engine started on the
+/// saved state. A constant 1000 W load, integrated, beside a lifetime counter (kWh or Wh) that
+/// rises by exactly that, both read every minute (at :30) while the daemon runs.
+@Suite struct RestartDayTests {
+    static let berlin = SystemTimeZone(identifier: "Europe/Berlin")!
+
+    static func config(_ unit: SourceUnit) -> FlowConfig {
+        FlowConfig(
+            sources: [source("load", "house/power"), source("meter", "meter/energy", unit: unit)],
+            widgets: [
+                FlowWidgetConfig(
+                    name: "home", output: node("load", total: .integrate), exchange: node("load", total: .counter(source: "meter")),
+                    policy: eager)
+            ])
+    }
+
+    /// The engine a restart makes: a new one, with the state the old one would have written.
+    static func restarted(_ old: EngineHarness, _ config: FlowConfig) throws -> EngineHarness {
+        var fresh = EngineHarness(config, zone: berlin)
+        try fresh.engine.restore(JSONValue(parsing: old.engine.snapshot().encoded()))
+        return fresh
+    }
+
+    /// Minutes since the local midnight that starts `date`: where the daemon reads last, starts again
+    /// and where the totals are looked at. The totals must be what the readings say about the day
+    /// that holds the end: the integral over the stretches between readings no longer than
+    /// `max_gap` (5 min), and the counter's rise since its last reading before that day.
+    @Test(arguments: [
+        ("2026-06-01", 600, 603, 720),  // down for 3 minutes: within max_gap, integrated across
+        ("2026-06-01", 600, 615, 720),  // 15 minutes: not integrated across
+        ("2026-06-01", 600, 840, 960),  // 4 hours
+        ("2026-06-01", -60, 30, 120),  // across midnight
+        ("2026-06-01", -10, 3, 120),  // across midnight, back within max_gap of it
+        ("2026-06-01", -3, 3, 120),  // 6 minutes across midnight: longer than max_gap
+        ("2026-06-01", -1, 4, 120),  // stopped after closing the day: 5 minutes, max_gap
+        ("2026-06-01", -1, 5, 120),  // stopped after closing the day: 6 minutes
+        ("2026-06-01", -60, 1470, 1560),  // across two midnights
+        ("2026-10-25", 90, 270, 360),  // across the end of DST (a 25-hour day)
+        ("2026-03-29", 90, 210, 360),  // across the start of DST (a 23-hour day)
+        ("2026-10-25", 1494, 1503, 1560),  // across the midnight that ends a 25-hour day
+    ], [SourceUnit.kilowattHour, .wattHour])
+    func aRestartKeepsWhatTheReadingsSay(restart: (date: String, stop: Int, start: Int, end: Int), unit: SourceUnit) throws {
+        let (date, stop, start, end) = restart
+        let config = Self.config(unit)
+        let midnight = Self.berlin.day(containing: RFC3339.parse("\(date)T12:00:00Z")!).start.timeIntervalSince1970
+        let scale = unit == .wattHour ? 1000.0 : 1
+        var times: [Double] = []
+        func readings(_ minutes: ClosedRange<Int>, _ home: inout EngineHarness) {
+            for minute in minutes {
+                let t = midnight + Double(minute) * 60 + 30
+                home.send("house/power", "1000", at: t)
+                home.send("meter/energy", JSONValue.format((20_000 + (t - midnight) / 3600) * scale), at: t)
+                times.append(t)
+            }
+        }
+        var before = EngineHarness(config, zone: Self.berlin)
+        readings(-240...stop, &before)
+        before.run(until: midnight + Double(stop) * 60 + 90)  // it stops just before the next reading
+        var after = try Self.restarted(before, config)
+        readings(start...end, &after)
+
+        let day = Self.berlin.day(containing: Date(timeIntervalSince1970: times.last!))
+        #expect(after.engine.day == day)
+        let dayStart = day.start.timeIntervalSince1970
+        var integratedSeconds = 0.0
+        for (from, to) in zip(times, times.dropFirst()) where to - from <= 300 {
+            integratedSeconds += max(0, to - max(from, dayStart))
+        }
+        let counterSeconds = times.last! - times.last { $0 < dayStart }!
+        let totals = try #require(after.engine.snapshot()["totals"])
+        let integrated = try #require(totals["home/output"]?["kwh"]?.numberValue)
+        let counted = try #require(totals["home/exchange"]?["kwh"]?.numberValue)
+        #expect(abs(integrated - integratedSeconds / 3600) < 1e-9, "integrated \(integrated) kWh")
+        #expect(abs(counted - counterSeconds / 3600) < 1e-6, "counted \(counted) kWh")
     }
 }

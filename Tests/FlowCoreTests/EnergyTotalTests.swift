@@ -35,6 +35,24 @@ import Testing
         #expect(total.closeDay(at: Self.at(1000), maxGapSeconds: 300) == 0)
     }
 
+    /// A silence around midnight (at 0 s here), 3600 W before and after it, `max_gap` 300 s: the day
+    /// before gets the stretch up to midnight and the new day the rest, each only when the whole
+    /// silence is within `max_gap`. A rate stale at midnight is no rate for the new day.
+    @Test(arguments: [
+        (-100.0, 100.0, 100.0, 100.0),  // 200 s: split at midnight
+        (-1000, 100, 0, 0),  // silent since long before midnight
+        (-1000, 400, 0, 0),
+        (-200, 200, 200, 0),  // 400 s: more than max_gap, found out only after midnight
+    ])
+    func aSilenceAcrossMidnight(lastBefore: Double, firstAfter: Double, closedSeconds: Double, newDaySeconds: Double) {
+        var total = EnergyTotal(spec: .integrate)
+        total.integrate(rateW: 3600, at: Self.at(lastBefore), maxGapSeconds: 300)
+        let closed = total.closeDay(at: Self.at(0), maxGapSeconds: 300)
+        total.integrate(rateW: 3600, at: Self.at(firstAfter), maxGapSeconds: 300)
+        #expect(abs(closed - closedSeconds / 1000) < 1e-12, "closed \(closed) kWh")
+        #expect(abs(total.energyKWh - newDaySeconds / 1000) < 1e-12, "new day \(total.energyKWh) kWh")
+    }
+
     /// Counter readings an hour apart.
     static func reading(_ total: inout EnergyTotal, _ values: Double...) {
         for value in values {
