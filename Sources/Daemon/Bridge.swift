@@ -99,14 +99,17 @@ final class Bridge: Sendable {
     }
 
     /// Swaps in a new engine (a reloaded config), carrying the day over through a snapshot, in the
-    /// running zone. `config` becomes the running one.
-    func replaceEngine(config: DaemonConfig) throws(StateError) {
+    /// running zone. `config` becomes the running one. Returns what the restore left out or started
+    /// afresh: a total the new config cannot believe (a lowered `max_power`) starts at 0, and the
+    /// log must say so rather than the day silently restarting.
+    func replaceEngine(config: DaemonConfig) throws(StateError) -> [Diagnostic] {
         try state.withLock { state throws(StateError) in
             var engine = FlowEngine(config: config.flow, zone: state.zone)
-            try engine.restore(state.engine.snapshot())
+            let leftOut = try engine.restore(state.engine.snapshot())
             engine.adoptDeliveries(from: state.engine)
             state.engine = engine
             state.config = config
+            return leftOut
         }
     }
 

@@ -209,7 +209,7 @@ struct RunCommand {
         fresh.pushes = running.pushes
         fresh.output = running.output
         do {
-            try bridge.replaceEngine(config: fresh)
+            for diagnostic in try bridge.replaceEngine(config: fresh) { log.log(diagnostic.level, "reload: \(diagnostic.message)") }
         } catch {
             log.log(.error, "reload: cannot carry the day over (\(error)); the running config stays")
             return

@@ -113,8 +113,18 @@ extension FlowEngine {
                 guard let spec = restoredWidgets[position].nodes[node].total?.spec, let value = saved[key] else { continue }
                 switch EnergyTotal.restored(from: value, spec: spec, maxDayKWh: maxDayKWh, times: times) {
                 case .restored(let total): restoredWidgets[position].nodes[node].total = total
-                case .otherKind: break
-                case .damaged: skip("the total of \(key)")
+                case .otherKind:
+                    skipped.append(Diagnostic(
+                        .info, "state: the total of \(key) was saved as \(value["kind"]?.stringValue ?? "another kind"); as \(spec) it starts at 0"))
+                case .damaged:
+                    if let energy = value["kwh"]?.numberValue, energy > maxDayKWh {
+                        skipped.append(Diagnostic(.warning, """
+                            state: the total of \(key), \(JSONValue.format(PatchPolicy.quantize(energy, step: 0.01))) kWh, is damaged: more than its sources' max_power \
+                            allow in a day (\(JSONValue.format(maxDayKWh)) kWh); left out
+                            """))
+                    } else {
+                        skip("the total of \(key)")
+                    }
                 }
             }
         }

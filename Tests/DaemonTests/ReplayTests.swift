@@ -203,13 +203,13 @@ import Testing
     @Test(arguments: [
         (#"{"version":1,"day":"2026-06-01","day_start":1e300,"readings":{},"totals":{}}"#, "its day is damaged"),
         (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{"grid":{"value":5,"t":-1e300}},"totals":{"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the reading of 'grid' is damaged"),
-        (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{},"totals":{"home/exchange":{"kind":"import","kwh":1e308},"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the total of home/exchange is damaged"),
+        (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{},"totals":{"home/exchange":{"kind":"import","kwh":1e308},"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the total of home/exchange, 1e+308 kWh, is damaged: more than its sources' max_power allow in a day"),
         (#"{"format":"flowbridge-state","version":7,"readings":{},"totals":{}}"#, "unknown version 7"),
         // A state whose totals or readings are gone is set aside, never silently zeroed.
         (#"{"format":"flowbridge-state","version":1,"day":"2026-06-01","day_start":1780264800,"readings":{}}"#, "its totals are missing"),
         (#"{"format":"flowbridge-state","version":1,"day":"2026-06-01","day_start":1780264800,"readings":[],"totals":{"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "its readings are not an object"),
         (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{"grid":{"value":2500,"t":4102444800}},"totals":{"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the reading of 'grid' is damaged"),
-        (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{},"totals":{"home/exchange":{"kind":"import","kwh":123456789},"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the total of home/exchange is damaged"),
+        (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{},"totals":{"home/exchange":{"kind":"import","kwh":123456789},"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the total of home/exchange, 123456789 kWh, is damaged: more than its sources' max_power allow in a day"),
     ])
     func damagedStateIsSurvived(state: String, warning: String) throws {
         let folder = TemporaryFolder()
