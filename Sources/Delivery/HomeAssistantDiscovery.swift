@@ -132,8 +132,9 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         }
     }
 
-    /// `flowbridge_power_solar_power`: the sensor's `unique_id`, and its `object_id`, from which Home
-    /// Assistant makes the entity id `sensor.flowbridge_power_solar_power`.
+    /// `flowbridge_power_solar_power`: the sensor's `unique_id`, and the entity id Home Assistant
+    /// makes of it, `sensor.flowbridge_power_solar_power` (`default_entity_id`, and `object_id` for
+    /// releases before 2025.10).
     public func uniqueID(_ sensor: HomeAssistantSensor) -> String {
         "\(nodeID)_\(Self.id(sensor.widget))_\(sensor.key)"
     }
@@ -154,12 +155,17 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
 
     /// The discovery config of `sensor`: what Home Assistant's MQTT sensor schema takes (full key
     /// names, not the abbreviations; `homeassistant/components/mqtt/sensor.py` and `mixins.py`).
+    /// The entity id goes twice: Home Assistant 2025.10 replaced `object_id` by `default_entity_id`
+    /// (a whole entity id) and stopped reading `object_id` in 2026.4; with both, it reads the new
+    /// one without a deprecation warning, and an older release, which drops keys it does not know
+    /// from a discovery config, still reads `object_id`.
     public func config(_ sensor: HomeAssistantSensor) -> JSONValue {
         let id = uniqueID(sensor)
         var members: [String: JSONValue] = [
             "name": .string(sensor.name),
             "unique_id": .string(id),
             "object_id": .string(id),
+            "default_entity_id": .string("sensor.\(id)"),
             "state_topic": .string(settings.sensorsTopic(sensor.widget)),
             // Subscript, not a dotted name: a key may start with a digit ("1st_floor_power").
             "value_template": .string("{{ value_json['\(sensor.key)'] }}"),

@@ -9,8 +9,9 @@ import FlowCore
 ///
 /// - A full replace goes out first, and whenever the widget's document is in doubt: after a
 ///   request whose fate is unknown (a timeout after sending, a dropped connection, a gateway that
-///   gave up), and after a rejected patch (the widget's document differs from ours, or the patch
-///   would not have been sent). Every other request is a merge patch.
+///   gave up), after a rejected patch (the widget's document differs from ours, or the patch
+///   would not have been sent), and after the API said it knows no widget at the URL (it has no
+///   document to patch). Every other request is a merge patch.
 /// - A rejected full replace is not sent again; the next different document is.
 /// - Transient failures back off exponentially with jitter between `retry.minSeconds` and
 ///   `retry.maxSeconds`, or as long as the server's `Retry-After` says; a refused token or URL waits
@@ -56,8 +57,9 @@ public struct WidgetDelivery: Sendable {
         /// full replace, never the same body again.
         case rejected(reason: String)
         /// The server refuses the token or knows no widget at the URL (401, 403, 404, 405, 410, a
-        /// redirect): a configuration problem, retried after a long wait.
-        case refused(reason: String)
+        /// redirect): a configuration problem, retried after a long wait. `widgetUnknown` (404,
+        /// 410): whatever the widget showed is gone, so the retry is a full replace.
+        case refused(reason: String, widgetUnknown: Bool = false)
         /// 429, 5xx, 408, a timeout, a network failure: retried with backoff (or after `Retry-After`).
         /// `fateUnknown`: the request may have been applied.
         case failed(reason: String, fateUnknown: Bool, retryAfterSeconds: Double? = nil)
@@ -172,7 +174,8 @@ public struct WidgetDelivery: Sendable {
             let held = rejectionsSinceReport > 0 ? " (\(rejectionsSinceReport) more rejections since the last report)" : ""
             return Diagnostic(.error, message + held)
 
-        case .refused(let reason):
+        case .refused(let reason, let widgetUnknown):
+            if widgetUnknown { inDoubt = true }
             let delay = recordFailure(at: now, seconds: retry.maxSeconds)
             return Diagnostic(.error, "\(name): the widget API refuses the request (\(reason)); check the push url and token; trying again in \(Self.format(seconds: delay))")
 
@@ -225,7 +228,8 @@ public struct WidgetDelivery: Sendable {
         case 502, 504: return .failed(reason: reason, fateUnknown: true, retryAfterSeconds: retryAfterSeconds)
         case 408, 500..<600: return .failed(reason: reason, fateUnknown: false, retryAfterSeconds: retryAfterSeconds)
         case 300..<400: return .refused(reason: reason + " (a redirect; flowbridge does not follow it with the token)")
-        case 401, 403, 404, 405, 410: return .refused(reason: reason)
+        case 404, 410: return .refused(reason: reason, widgetUnknown: true)
+        case 401, 403, 405: return .refused(reason: reason)
         case 400..<500: return .rejected(reason: reason)
         default: return .failed(reason: reason, fateUnknown: true, retryAfterSeconds: nil)
         }

@@ -37,6 +37,8 @@ import Testing
         "availability_topic", "availability_template", "payload_available", "payload_not_available", "availability_mode",
         "availability", "device", "origin", "enabled_by_default", "entity_category", "icon", "json_attributes_topic",
         "json_attributes_template", "object_id", "unique_id",
+        // 2025.10: the entity id to make, which replaces `object_id` (ignored from 2026.4 on).
+        "default_entity_id",
     ]
     /// `MQTT_ENTITY_DEVICE_INFO_SCHEMA` (mixins.py): at least one of identifiers and connections.
     static let deviceSchemaKeys: Set<String> = [
@@ -74,6 +76,7 @@ import Testing
             }
             #expect(config["unique_id"] == .string(id))
             #expect(config["object_id"] == .string(id))
+            #expect(config["default_entity_id"] == .string("sensor.\(id)"))
             #expect(config["state_topic"] == .string("flowbridge/\(sensor.widget)/sensors"))
             #expect(config["value_template"] == .string("{{ value_json['\(sensor.key)'] }}"))
             #expect(config["availability_topic"] == "flowbridge/status")

@@ -137,6 +137,21 @@ import Testing
         #expect(delivery.next(at: Self.at(32)) == .wait(until: Self.at(331)))
     }
 
+    /// A refused request changed nothing, so after the long wait the widget gets a patch; but a
+    /// widget the API does not know (404, 410) has no document to patch: a full replace then.
+    @Test(arguments: [(401, WidgetDelivery.RequestKind.patch), (403, .patch), (404, .replace), (410, .replace)])
+    func afterARefusalAWidgetTheAPIDoesNotKnowGetsAFullReplace(status: Int, expected: WidgetDelivery.RequestKind) {
+        var delivery = Self.delivered()
+        delivery.offer(Self.document(200))
+        let patch = Self.request(delivery, at: 1)!
+        let outcome = WidgetDelivery.outcome(status: status, retryAfterSeconds: nil, body: Array(#"{"error":"no"}"#.utf8))
+        #expect(delivery.complete(patch, outcome, at: Self.at(1), jitter: 0)?.level == .error)
+        #expect(delivery.next(at: Self.at(2)) == .wait(until: Self.at(301)))
+        let retried = Self.request(delivery, at: 301)
+        #expect(retried?.kind == expected)
+        #expect(retried?.document == Self.document(200))
+    }
+
     /// A long outage says so once a minute, not once per attempt.
     @Test func failuresAreLoggedAtMostOnceAMinute() {
         var delivery = Self.delivered()
