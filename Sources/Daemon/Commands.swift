@@ -98,6 +98,8 @@ public enum Commands {
                 let text = try value(word)
                 guard let level = Logger.Level(word: text) else { throw UsageError(message: "unknown log level '\(text)'") }
                 arguments.logLevel = level
+            // `flowbridge check --help` is how most people ask: the usage, whatever the command.
+            case "--help", "-h": arguments.command = "help"
             case "-": arguments.positional.append(word)
             default:
                 if word.hasPrefix("-") { throw UsageError(message: "unknown option \(word)") }

@@ -167,8 +167,13 @@ struct ListenReport {
         if fixes.isEmpty {
             lines.append("no sign looks wrong" + (silent.isEmpty ? "" : " among the sources that reported"))
         }
+        // A source that never reported is left out of the balance, and a missing production looks
+        // just like a flipped battery or grid: the fix is then to make it report, first.
+        let caveat = silent.isEmpty
+            ? ""
+            : "; judged without \(silent.map(\.name).joined(separator: ", ")), which never reported: make every source report and listen again before flipping anything"
         for (fix, places) in fixes {
-            lines.append("a sign looks wrong: \(fix); found by \(places.joined(separator: ", "))")
+            lines.append("a sign looks wrong: \(fix); found by \(places.joined(separator: ", "))\(caveat)")
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -87,6 +87,31 @@ struct ListenTests {
         #expect(text.contains("no sign looks wrong among the sources that reported"), "\(text)")
     }
 
+    /// The sun shines but the solar topic has a typo: the battery fills with nothing to fill it
+    /// from, which looks like a flipped battery. The report says the verdict lacks the silent
+    /// source, so the battery's `invert` is not flipped for a topic's typo; status 1.
+    @Test func aWrongSignJudgedWithoutASilentSourceSaysSo() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let config = try Self.config(port: broker.port).replacingOccurrences(of: "{topic: solar/ac/power,", with: "{topic: Solar/ac/power,")
+        let (process, output) = try await Self.listen(config, seconds: 12, broker: broker, folder: folder)
+        for round in 0..<4 {
+            try await broker.publish(topic: "solar/ac/power", payload: "1500.0")
+            try await broker.publish(topic: "solar/ac/yieldtotal", payload: "13.338")
+            try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"id":0,"total_act_power":-2.0}"#)
+            try await broker.publish(topic: "shellypro3em-abc/status/emdata:0", payload: try Repository.payload("shellypro3em-abc/status/emdata:0"))
+            try await broker.publish(topic: "evcc/site/battery/power", payload: "-1200")
+            try await broker.publish(topic: "evcc/site/battery/soc", payload: String(60 + round / 2))
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        let text = await Self.finish(process, output)
+        #expect(process.exitCode == 1, "\(text)")
+        #expect(text.contains("  solar: no message on Solar/ac/power"), "\(text)")
+        #expect(text.contains(
+            "a sign looks wrong: flip `invert` on source 'battery'; found by widget power output (derived output); judged without solar, which never reported: make every source report and listen again before flipping anything"),
+            "\(text)")
+    }
+
     /// A topic that also carries messages without the source's field (status of another kind) is
     /// counted apart from unusable payloads and said, not taken for a broken meter.
     @Test func messagesWithoutTheFieldAreCountedApart() async throws {
