@@ -310,6 +310,8 @@ import Testing
         let first = engine.push(100)
         sink.take(first)
         #expect(await service.waitUntil { $0.document == Self.content(first) } != nil)
+        // The service has the document before the sink's thread has read the answer.
+        #expect(await eventually { sink.savedState?["shown"] == Self.content(first) })
         let running = try #require(sink.savedState)
         #expect(running["in_doubt"] == true)
         #expect(running["shown"] == Self.content(first))
