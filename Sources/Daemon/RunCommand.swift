@@ -81,7 +81,7 @@ struct RunCommand {
         let notifier = SystemdNotifier()
         let status = StatusReporter(ServiceStatus(address: broker, sourceCount: config.flow.sources.count), notifier: notifier)
         if dryRun {
-            log.log(.info, "dry run: pushes go to standard output; nothing is delivered or published, and \(store.path) is only read")
+            log.log(.info, "dry run: nothing is delivered or published, and \(store.path) is only read")
         }
         log.log(.info, "flowbridge \(Commands.version) started: \(config.flow.sources.count) sources, broker \(broker), day in \(zone.identifier), state \(store.path)")
         // Configured and state loaded: ready, whether or not the broker answers yet. Said before
