@@ -316,7 +316,9 @@ extension DaemonConfig {
     public static func load(path: String, context: ConfigContext? = nil) throws(ConfigError) -> DaemonConfig {
         let bytes: [UInt8]
         do { bytes = try FileIO.read(path, limit: sizeLimit) } catch {
-            throw ConfigError(file: path, problems: [ConfigProblem(path: "", line: nil, message: "cannot read: \(error.reason)")])
+            // A first start without a config: say where one comes from.
+            let hint = error.code == ENOENT ? " (give one with --config FILE: Config/examples/ has one per common setup, and discover writes one)" : ""
+            throw ConfigError(file: path, problems: [ConfigProblem(path: "", line: nil, message: "cannot read: \(error.reason)\(hint)")])
         }
         return try parse(bytes: bytes, file: path, context: context)
     }

@@ -147,4 +147,14 @@ import Testing
         #expect(run.out.hasPrefix("usage: flowbridge run"), "\(run.out)")
         #expect(run.err.isEmpty, "\(run.err)")
     }
+
+    /// A config that is not there (a first start) is answered with where one comes from; one that
+    /// cannot be read for another reason names only that reason.
+    @Test(arguments: [("/nonexistent.yaml", true), ("/", false)])
+    func aMissingConfigSaysWhereOneComesFrom(path: String, hinted: Bool) throws {
+        let run = try runFlowbridge(["check", "--config", path])
+        #expect(run.status == 78)  // EX_CONFIG
+        #expect(run.err.hasPrefix("\(path): cannot read: "), "\(run.err)")
+        #expect(run.err.contains("Config/examples/") == hinted, "\(run.err)")
+    }
 }
