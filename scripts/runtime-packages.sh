@@ -32,7 +32,8 @@ owner() {
   local real
   real=$(readlink -f "$1")
   for candidate in "$1" "$real" "${real#/usr}"; do
-    dpkg -S "$candidate" 2>/dev/null | head -n 1 | cut -d: -f1 && return 0
+    # (Readers take all their input: under pipefail, a writer cut short by SIGPIPE fails the line.)
+    dpkg -S "$candidate" 2>/dev/null | awk -F: 'NR == 1 { print $1 }' && return 0
   done
   return 1
 }
@@ -68,7 +69,7 @@ linked=$(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// { print $1 " " $3 }')
 needed_names=$(echo "$linked" | awk '{ print $1 }')
 opened=$(grep -a -o 'lib[A-Za-z0-9_+-]*\.so\.[0-9][0-9]*' "$binary" | sort -u | grep -v -x -F "$needed_names" || true)
 for name in $opened; do
-  path=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n { print $NF; exit }')
+  path=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n && !found { print $NF; found = 1 }')
   [ -n "$path" ] || { echo "error: $binary opens $name, which this machine does not have to look it up (make deps)" >&2; exit 69; }
   linked=$(printf '%s\n%s' "$linked" "$name $path")
 done

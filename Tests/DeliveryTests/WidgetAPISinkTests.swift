@@ -176,7 +176,7 @@ import Testing
         let first = engine.push(100)
         sink.take(first)
         #expect(await service.waitUntil { $0.document == Self.content(first) } != nil)
-        try await service.outage(seconds: 1)
+        try await service.outage(seconds: 3)  // long enough to be seen refusing on a loaded machine
         var last = first
         for step in 1...1000 {
             last = engine.push(100 + Double(step))
