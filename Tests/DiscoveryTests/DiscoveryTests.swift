@@ -189,6 +189,26 @@ enum Fixtures {
         #expect(text.contains("#     \(line)"), "\(text)")
     }
 
+    /// A Shelly EM's second clamp on the solar line reads the production below 0 when it faces the
+    /// way the grid clamp does (Shelly's Gen1 and Gen2 API pages: − is power flowing back out): the
+    /// line that would add it carries the `invert` its heard reading needs, and none when it read ≥ 0.
+    @Test(arguments: [
+        ("shellies/shellyem-B9F2A1/emeter/1/power", "-1450.2", "solar: {topic: shellies/shellyem-B9F2A1/emeter/1/power, invert: true}"),
+        ("shellies/shellyem-B9F2A1/emeter/1/power", "1450.2", "solar: {topic: shellies/shellyem-B9F2A1/emeter/1/power}"),
+        ("shellyem-c4d8d5/status/em1:1", #"{"id":1,"current":6.3,"voltage":231.2,"act_power":-1450.2,"aprt_power":1460.1,"pf":-0.99}"#,
+         #"solar: {topic: "shellyem-c4d8d5/status/em1:1", json: act_power, invert: true}"#),
+        ("shellyem-c4d8d5/status/em1:1", #"{"id":1,"current":6.3,"voltage":231.2,"act_power":1450.2,"aprt_power":1460.1,"pf":0.99}"#,
+         #"solar: {topic: "shellyem-c4d8d5/status/em1:1", json: act_power}"#),
+    ])
+    func aSecondClampIsSuggestedWithTheSignItWasHeardWith(topic: String, payload: String, line: String) {
+        let grid = topic.hasPrefix("shellies/")
+            ? ("shellies/shellyem-B9F2A1/emeter/0/power", "-412.35")
+            : ("shellyem-c4d8d5/status/em1:0", #"{"id":0,"current":1.8,"voltage":231.2,"act_power":-412.35,"aprt_power":420.0,"pf":-0.98}"#)
+        let plan = Self.plan([grid, (topic, payload)])
+        let text = plan.configText(broker: BrokerSettings(host: "h", port: 1), heard: Heard(messages: 2, topics: 2, seconds: 1))
+        #expect(text.contains("#     \(line)\n"), "\(text)")
+    }
+
     /// A Victron portal needs its keepalive: one per portal, from any of its N/ topics.
     @Test func aVictronPortalIsAskedToPublish() {
         #expect(Discovery.keepalive(for: "N/c0619ab1d2e3/system/0/Serial") == "R/c0619ab1d2e3/keepalive")
