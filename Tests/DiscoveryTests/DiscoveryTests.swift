@@ -96,6 +96,11 @@ enum Fixtures {
              grid: (0...2).map { "shellies/shellyem3-485519C9/emeter/\($0)/power W" }, gridTotal: "import"),
         Case(name: "Tasmota SML", messages: fixtures("tele/meter/SENSOR"),
              device: "Tasmota smart meter reader tele/meter", grid: ["tele/meter/SENSOR SML.Power_curr W"], gridTotal: "counter tele/meter/SENSOR SML.Total_in kWh"),
+        // The names of the Smart Meter Interface page's scripts: E_in (1.8.0) and E_out (2.8.0), the
+        // tariff registers E_inHT / E_inNT beside them, Power (16.7.0) and Power2 (15.7.0, unsigned).
+        Case(name: "Tasmota SML: E_in is the import register", messages: [
+                ("tele/zaehler/SENSOR", #"{"Time":"2024-03-02T12:00:00","eHZ":{"E_in":10234.512,"E_inHT":6011.2,"E_inNT":4223.312,"E_out":2301.7,"Power":-512,"Power2":512}}"#)],
+             device: "Tasmota smart meter reader tele/zaehler", grid: ["tele/zaehler/SENSOR eHZ.Power W"], gridTotal: "counter tele/zaehler/SENSOR eHZ.E_in kWh"),
         Case(name: "Tasmota plug named for a balcony plant", messages: [("tele/balkonkraftwerk/SENSOR", Fixtures.payload("tele/plug/SENSOR"))],
              device: "Tasmota energy plug tele/balkonkraftwerk", production: ["tele/balkonkraftwerk/SENSOR ENERGY.Power W"],
              productionTotal: "counter tele/balkonkraftwerk/SENSOR ENERGY.Total kWh"),
