@@ -292,6 +292,66 @@ import Testing
         }
     }
 
+    /// A signed reading of a fixture, with what its device documents + to mean against the widget's
+    /// sign (exchange + importing, storage + filling, production ≥ 0): `widgetSign` +1 the same, −1
+    /// the opposite. `everyFixtureDecodesAsItsDeviceDocuments` follows each example's own `invert`,
+    /// so an example that lost (or gained) one would still pass it; this holds the examples to the
+    /// device's word instead.
+    struct DocumentedSign: Sendable, CustomTestStringConvertible {
+        var topic: String
+        var widgetSign: Double
+        var documentedIn: String
+        var testDescription: String { "\(topic): \(documentedIn)" }
+    }
+
+    static let documentedSigns: [DocumentedSign] = [
+        DocumentedSign(topic: "evcc/site/grid/power", widgetSign: 1, documentedIn: "evcc docs, MQTT API: grid power, positive = import"),
+        DocumentedSign(topic: "evcc/site/battery/power", widgetSign: -1, documentedIn: "evcc docs, MQTT API: battery power, positive = discharge"),
+        DocumentedSign(topic: "N/c0619ab1d2e3/system/0/Dc/Battery/Power", widgetSign: 1, documentedIn: "Venus OS D-Bus paths, system: Dc/Battery/Power, + charging"),
+        DocumentedSign(topic: "N/c0619ab1d2e3/system/0/Ac/Grid/L1/Power", widgetSign: 1, documentedIn: "Venus OS D-Bus paths, system: Ac/Grid/L1/Power, + import"),
+        DocumentedSign(topic: "shellypro3em-abc/status/em:0", widgetSign: 1, documentedIn: "Shelly Gen2 API, EM component: total_act_power, − returned to the grid"),
+        DocumentedSign(topic: "shellies/shellyem-B9F2A1/emeter/0/power", widgetSign: 1, documentedIn: "Shelly Gen1 API, Shelly EM MQTT: power, − returned to the grid"),
+        DocumentedSign(topic: "shellies/shellyem-B9F2A1/emeter/1/power", widgetSign: -1, documentedIn: "Shelly Gen1 API, Shelly EM MQTT: the solar line's production flows out, −"),
+        DocumentedSign(topic: "tele/meter/SENSOR", widgetSign: 1, documentedIn: "Tasmota Smart Meter Interface: OBIS 16.7.0, + import, − export"),
+        DocumentedSign(topic: "solar_assistant/inverter_1/grid_power/state", widgetSign: 1, documentedIn: "SolarAssistant MQTT help: grid_power, + import"),
+        DocumentedSign(topic: "solar_assistant/total/battery_power/state", widgetSign: 1, documentedIn: "SolarAssistant MQTT help: battery_power, + charging"),
+        DocumentedSign(topic: "homeassistant/sensor/grid_power/state", widgetSign: 1, documentedIn: "Home Assistant energy dashboard: grid power, + import"),
+        DocumentedSign(topic: "homeassistant/sensor/battery_power/state", widgetSign: -1, documentedIn: "Home Assistant energy dashboard: battery power, + discharging"),
+    ]
+
+    /// Every example that reads a signed fixture shows it with the widget's sign, as its device
+    /// documents it: evcc's battery at −1250.5 W (charging) fills the widget's storage at +1250.5.
+    @Test(arguments: documentedSigns)
+    func everyExampleShowsASignedReadingWithTheWidgetsSign(_ sign: DocumentedSign) throws {
+        let fixtures = (Self.recorded + Self.documented).filter { $0.topic == sign.topic && $0.expected[.power] != nil }
+        try #require(!fixtures.isEmpty, "no signed fixture on \(sign.topic)")
+        var matched = 0
+        for fixture in fixtures {
+            for (file, config) in try Self.exampleConfigs() {
+                for source in config.flow.sources where source.topic.matches(fixture.topic) && source.unit.quantity == .power {
+                    var engine = FlowEngine(config: config.flow, zone: FixedOffsetZone())
+                    _ = engine.receive(topic: fixture.topic, payload: Array(fixture.payload.utf8), at: Trace.start)
+                    let wanted = sign.widgetSign * fixture.expected[.power]!
+                    matched += 1
+                    #expect(engine.readings[source.name]?.value == wanted, "\(file) \(source.name) (invert: \(source.invert)): expected \(JSONValue.format(wanted))")
+                }
+            }
+        }
+        #expect(matched > 0, "no example reads \(sign.topic)")
+    }
+
+    /// Every fixture that says what its sign means is in `documentedSigns`.
+    @Test func everySignedFixtureIsHeldToItsDevicesWord() throws {
+        var signed: Set<String> = []
+        for file in ["devices.json", "documented-devices.json"] {
+            let json = try JSONValue(parsing: Array(Data(contentsOf: Repository.fixtures.appendingPathComponent(file))))
+            for item in json["cases"]?.arrayValue ?? [] where item["sign"] != nil && item["watts"] != nil {
+                if let topic = item["topic"]?.stringValue { signed.insert(topic) }
+            }
+        }
+        #expect(signed.subtracting(Self.documentedSigns.map(\.topic)).isEmpty, "\(signed.subtracting(Self.documentedSigns.map(\.topic)).sorted())")
+    }
+
     @Test func theFixturesAreThere() {
         #expect(Self.recorded.count == 21)
         #expect(Self.documented.count > 20)

@@ -96,6 +96,11 @@ enum Fixtures {
              grid: (0...2).map { "shellies/shellyem3-485519C9/emeter/\($0)/power W" }, gridTotal: "import"),
         Case(name: "Tasmota SML", messages: fixtures("tele/meter/SENSOR"),
              device: "Tasmota smart meter reader tele/meter", grid: ["tele/meter/SENSOR SML.Power_curr W"], gridTotal: "counter tele/meter/SENSOR SML.Total_in kWh"),
+        // The names of the Smart Meter Interface page's scripts: E_in (1.8.0) and E_out (2.8.0), the
+        // tariff registers E_inHT / E_inNT beside them, Power (16.7.0) and Power2 (15.7.0, unsigned).
+        Case(name: "Tasmota SML: E_in is the import register", messages: [
+                ("tele/zaehler/SENSOR", #"{"Time":"2024-03-02T12:00:00","eHZ":{"E_in":10234.512,"E_inHT":6011.2,"E_inNT":4223.312,"E_out":2301.7,"Power":-512,"Power2":512}}"#)],
+             device: "Tasmota smart meter reader tele/zaehler", grid: ["tele/zaehler/SENSOR eHZ.Power W"], gridTotal: "counter tele/zaehler/SENSOR eHZ.E_in kWh"),
         Case(name: "Tasmota plug named for a balcony plant", messages: [("tele/balkonkraftwerk/SENSOR", Fixtures.payload("tele/plug/SENSOR"))],
              device: "Tasmota energy plug tele/balkonkraftwerk", production: ["tele/balkonkraftwerk/SENSOR ENERGY.Power W"],
              productionTotal: "counter tele/balkonkraftwerk/SENSOR ENERGY.Total kWh"),
@@ -187,6 +192,26 @@ enum Fixtures {
         #expect(item?.why.contains("if it feeds in a balcony plant, it is an input") == true)
         let text = plan.configText(broker: BrokerSettings(host: "h", port: 1), heard: Heard(messages: 1, topics: 1, seconds: 1))
         #expect(text.contains("#     \(line)"), "\(text)")
+    }
+
+    /// A Shelly EM's second clamp on the solar line reads the production below 0 when it faces the
+    /// way the grid clamp does (Shelly's Gen1 and Gen2 API pages: − is power flowing back out): the
+    /// line that would add it carries the `invert` its heard reading needs, and none when it read ≥ 0.
+    @Test(arguments: [
+        ("shellies/shellyem-B9F2A1/emeter/1/power", "-1450.2", "solar: {topic: shellies/shellyem-B9F2A1/emeter/1/power, invert: true}"),
+        ("shellies/shellyem-B9F2A1/emeter/1/power", "1450.2", "solar: {topic: shellies/shellyem-B9F2A1/emeter/1/power}"),
+        ("shellyem-c4d8d5/status/em1:1", #"{"id":1,"current":6.3,"voltage":231.2,"act_power":-1450.2,"aprt_power":1460.1,"pf":-0.99}"#,
+         #"solar: {topic: "shellyem-c4d8d5/status/em1:1", json: act_power, invert: true}"#),
+        ("shellyem-c4d8d5/status/em1:1", #"{"id":1,"current":6.3,"voltage":231.2,"act_power":1450.2,"aprt_power":1460.1,"pf":0.99}"#,
+         #"solar: {topic: "shellyem-c4d8d5/status/em1:1", json: act_power}"#),
+    ])
+    func aSecondClampIsSuggestedWithTheSignItWasHeardWith(topic: String, payload: String, line: String) {
+        let grid = topic.hasPrefix("shellies/")
+            ? ("shellies/shellyem-B9F2A1/emeter/0/power", "-412.35")
+            : ("shellyem-c4d8d5/status/em1:0", #"{"id":0,"current":1.8,"voltage":231.2,"act_power":-412.35,"aprt_power":420.0,"pf":-0.98}"#)
+        let plan = Self.plan([grid, (topic, payload)])
+        let text = plan.configText(broker: BrokerSettings(host: "h", port: 1), heard: Heard(messages: 2, topics: 2, seconds: 1))
+        #expect(text.contains("#     \(line)\n"), "\(text)")
     }
 
     /// A Victron portal needs its keepalive: one per portal, from any of its N/ topics.

@@ -46,10 +46,8 @@ struct ShellyGen2Layout: DeviceLayout {
         var recognition = Recognition(
             device: "Shelly EM \(id)", standing: .meter, nodes: [NodeDraft(role: .grid, name: "Grid", rate: [rate], total: total)],
             claimed: Set(catalog.topics(under: id)))
-        if catalog.reads("\(id)/status/em1:1", json: "act_power") {
-            recognition.leftOut.append(LeftOut(
-                "\(id)/status/em1:1", "act_power: the second clamp; on the solar line it is an input (a clamp that faces the other way reads below 0: add `invert: true`)",
-                suggestion: SourceDraft(name: "solar", topic: "\(id)/status/em1:1", json: "act_power", note: "Shelly EM channel 1")))
+        if let heardW = catalog["\(id)/status/em1:1"]?.number(at: "act_power") {
+            recognition.leftOut.append(.secondClamp(topic: "\(id)/status/em1:1", json: "act_power", heardW: heardW, note: "Shelly EM channel 1"))
         }
         return recognition
     }
@@ -95,11 +93,23 @@ struct ShellyGen1Layout: DeviceLayout {
                 note: "Shelly EM (Gen1): imported energy in watt-minutes (Wmin), restarts with the device (a restart is no energy)"))
         }
         recognition.nodes.append(NodeDraft(role: .grid, name: "Grid", rate: [rate], total: total))
-        if channels.contains(1) {
-            recognition.leftOut.append(LeftOut(
-                "\(device)/emeter/1/power", "the second clamp; on the solar line it is an input (a clamp that faces the other way reads below 0: add `invert: true`)",
-                suggestion: SourceDraft(name: "solar", topic: "\(device)/emeter/1/power", note: "Shelly EM clamp 1")))
+        if channels.contains(1), let heardW = catalog["\(device)/emeter/1/power"]?.number {
+            recognition.leftOut.append(.secondClamp(topic: "\(device)/emeter/1/power", heardW: heardW, note: "Shelly EM clamp 1"))
         }
         return recognition
+    }
+}
+
+extension LeftOut {
+    /// A Shelly EM's second clamp: on the solar line it is an input. Shelly counts power flowing
+    /// back out below 0, and a clamp on the inverter's line that faces the way the grid clamp does
+    /// sees the production flow out: so the line that would add it carries `invert` when it was
+    /// heard below 0 (beyond noise; at night it reads about 0 and says nothing).
+    static func secondClamp(topic: String, json: String? = nil, heardW: Double, note: String) -> LeftOut {
+        let below = heardW < -SignCheck.noiseW
+        let why = (json.map { "\($0): " } ?? "") + "the second clamp; on the solar line it is an input ("
+            + (below ? "it read \(JSONValue.format(heardW.rounded())) W, production flowing out: hence `invert: true`)"
+                : "a clamp that faces the other way reads below 0: add `invert: true`)")
+        return LeftOut(topic, why, suggestion: SourceDraft(name: "solar", topic: topic, json: json, invert: below, note: note))
     }
 }

@@ -2,9 +2,9 @@ import FlowCore
 
 /// Tasmota: `tele/<topic>/SENSOR` every TelePeriod (300 s unless set), with `ENERGY` (energy plugs:
 /// `Power` in W, `Today` and `Total` in kWh) or the section a Smart Meter Interface script names
-/// (`SML` and its `Power_curr` in W, + import, − export, `Total_in` / `Total_out` in kWh). The
-/// script chooses those names, so any section with a power field is taken. Documented in Tasmota's
-/// pages on MQTT, power monitoring and the Smart Meter Interface.
+/// (`SML` and its `Power_curr` in W, + import, − export, `Total_in` / `Total_out` or `E_in` / `E_out`
+/// in kWh). The script chooses those names, so any section with a power field is taken. Documented
+/// in Tasmota's pages on MQTT, power monitoring and the Smart Meter Interface.
 struct TasmotaLayout: DeviceLayout {
     /// Two TelePeriods of the default 300 s and a margin: a reading is live until the next is late.
     static let staleAfter = "11m"
@@ -35,7 +35,7 @@ struct TasmotaLayout: DeviceLayout {
             name: "grid", topic: topic, json: "\(section).\(power)", staleAfter: Self.staleAfter,
             note: "Tasmota smart meter reader \(device): \(section).\(power), W, + import, − export (the meter's OBIS 16.7.0; a meter that only counts up reads ≥ 0 and needs an import/export pair instead)")
         var total = TotalDraft.word("import")
-        if let counter = fields.keys.sorted().first(where: { NameHint.matches($0, ["total_in", "import", "bezug", "consumption"]) && fields[$0]?.numberValue != nil }) {
+        if let counter = fields.keys.sorted().first(where: { Self.isImportRegister($0) && fields[$0]?.numberValue != nil }) {
             total = .counter(SourceDraft(
                 name: "grid_import", topic: topic, json: "\(section).\(counter)", unit: .kilowattHour, staleAfter: Self.staleAfter,
                 note: "Tasmota smart meter reader: \(section).\(counter), the meter's import counter, kWh as the script scales it"))
@@ -43,6 +43,12 @@ struct TasmotaLayout: DeviceLayout {
         return Recognition(
             device: "Tasmota smart meter reader tele/\(device)", standing: .meter,
             nodes: [NodeDraft(role: .grid, name: "Grid", rate: [rate], total: total)], claimed: claimed)
+    }
+
+    /// The import register (1.8.0) by the names the Smart Meter Interface page's scripts give it:
+    /// `Total_in`, `E_in` (exactly: `E_inHT` is one tariff of it, `E_out` the export), or a word for it.
+    static func isImportRegister(_ key: String) -> Bool {
+        key.lowercased() == "e_in" || NameHint.matches(key, ["total_in", "import", "bezug", "consumption"])
     }
 
     /// An energy plug: an input when its name says so (`Recognition.plug`).
