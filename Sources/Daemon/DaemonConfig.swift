@@ -631,6 +631,9 @@ struct ConfigLoader {
         let name = map.text("name", limit: 32)
         let icon = map.text("icon", limit: 128)
         let color = map.text("color")
+        if let color, !FlowNode.isColor(color) {
+            reader.report(map.childPath("color"), map.value("color"), "'\(color)' is not a color the widget takes: a name (yellow, mint) or hex (#FFCC00)")
+        }
         let whenStale = map.value("when_stale").flatMap { reader.choice($0, map.childPath("when_stale"), as: StaleBehavior.self) }
         var rate: RateSpec?
         if let rateNode = map.required("rate") {

@@ -139,6 +139,7 @@ public struct ContentViolation: Error, Sendable, Equatable, CustomStringConverti
         case rateRequired
         case notFinite
         case textTooLong(limit: Int)
+        case colorFormat
         case totalNegative
         case levelOutOfRange
         case levelOutsideStorage
@@ -173,6 +174,7 @@ public struct ContentViolation: Error, Sendable, Equatable, CustomStringConverti
         case .rateRequired: what = "rate is required on every node"
         case .notFinite: what = "must be a finite number"
         case .textTooLong(let limit): what = "is longer than \(limit) characters"
+        case .colorFormat: what = "must be a named color (letters: yellow) or hex (#FFCC00)"
         case .totalNegative: what = "must not be negative"
         case .levelOutOfRange: what = "must be between 0 and 100"
         case .levelOutsideStorage: what = "level is only read on the storage slot"
@@ -260,6 +262,22 @@ extension FlowNode {
             }
         }
         checkLength(icon, limit: 128, "\(path()).icon", into: &found)
+        if let color, !Self.isColor(color) { found.append(ContentViolation("\(path()).color", .colorFormat)) }
+    }
+
+    /// A node's color is "a named color or hex": a name is ASCII letters (`yellow`, `mint`), a hex
+    /// color `#` with 3, 4, 6 or 8 hex digits (`#fc0`, `#FFCC00`, `#FFCC0080`). The config loader
+    /// asks the same, so that `check` refuses what the widget would.
+    public static func isColor(_ text: String) -> Bool {
+        let bytes = text.utf8
+        guard bytes.first == UInt8(ascii: "#") else {
+            return !bytes.isEmpty && bytes.allSatisfy { (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+        }
+        let digits = bytes.dropFirst()
+        switch digits.count {
+        case 3, 4, 6, 8: return digits.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) }
+        default: return false
+        }
     }
 }
 

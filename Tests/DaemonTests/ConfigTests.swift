@@ -85,6 +85,8 @@ import Testing
          "line 1: mqtt.password: write the password to a file"),
         ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a, name: \"\(String(repeating: "x", count: 33))\"}}}\n",
          "is longer than 32 characters"),
+        ("sources:\n  a: {topic: x}\nwidgets:\n  w:\n    template: flow\n    flow:\n      output: {rate: a, color: \"rgb(1,2,3)\"}\n",
+         "line 7: widgets.w.flow.output.color: 'rgb(1,2,3)' is not a color"),
         ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, flow: {}}\n",
          "line 4: widgets.w.flow: needs at least one of inputs, output, storage, exchange"),
         ("sources:\n  a: {topic: solar/ac/power, combine: sum}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",

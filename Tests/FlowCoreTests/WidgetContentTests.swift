@@ -169,6 +169,19 @@ import Testing
         #expect(found == [ContentViolation(rule.path, rule.rule)], "\(found)")
     }
 
+    /// A node's color is "a named color or hex": a name is letters (`yellow`, `mint`), a hex color
+    /// `#` and 3, 4, 6 or 8 hex digits. Anything else (a CSS function, two words, a hex of 5 digits,
+    /// hex without `#`) is none of the two.
+    @Test(arguments: [
+        ("yellow", true), ("mint", true), ("gray", true), ("#FFCC00", true), ("#fc0", true), ("#FFCC0080", true),
+        ("#fc08", true), ("rgb(255,204,0)", false), ("light green", false), ("#FFCC0", false), ("#GGCC00", false),
+        ("FFCC00", false), ("", false), ("#", false),
+    ])
+    func nodeColorIsANameOrHex(color: String, valid: Bool) throws {
+        let found = try Self.violations(#"{"template":"flow","flow":{"output":{"rate":1,"color":"\#(color)"}}}"#)
+        #expect(found.map(\.path) == (valid ? [] : ["flow.output.color"]), "\(found)")
+    }
+
     @Test func nonFiniteNumbersAreNamed() {
         let node = FlowNode(rate: .infinity, total: .nan)
         let found = WidgetContent.flow(FlowContent(output: node)).validate(now: Self.now)
