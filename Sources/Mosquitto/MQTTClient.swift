@@ -171,8 +171,9 @@ final class Connection: @unchecked Sendable {
         var ackedMids: [Int32] = []
         /// Set by `stop`; the network thread disconnects and ends when it sees it.
         var stopRequested = false
-        /// A CONNACK accepted us since the last backoff: the next retry starts from the minimum delay.
-        var connectedSinceBackoff = false
+        /// When a CONNACK last accepted us, if it did since the last backoff: how long the broker
+        /// kept that connection decides whether the backoff starts over.
+        var connectedSinceBackoff: ContinuousClock.Instant?
         /// on_disconnect ran during the current connection attempt.
         var disconnectCalledBack = false
     }
@@ -390,7 +391,7 @@ final class Connection: @unchecked Sendable {
     /// The network thread: connect, run the loop until the connection ends, back off, repeat, until
     /// `stop`. Every failure is retried; libmosquitto's callbacks report what happened.
     private func runNetworkLoop() {
-        var failures = 0
+        var backoff = ReconnectBackoff(options)
         while !stopRequested {
             mosquitto_log_callback_set(handle, Self.logErrors)
             let rc = options.host.withCString {
@@ -415,9 +416,12 @@ final class Connection: @unchecked Sendable {
                 reportFailedAttempt(code: rc, errnoValue: connectErrno)
             }
             if stopRequested { break }
-            if state.withLock({ s in defer { s.connectedSinceBackoff = false }; return s.connectedSinceBackoff }) { failures = 0 }
-            _ = wake.wait(timeout: .now() + .milliseconds(options.reconnectDelayMilliseconds(afterFailures: failures)))
-            failures += 1
+            let connectedAt = state.withLock { s in defer { s.connectedSinceBackoff = nil }; return s.connectedSinceBackoff }
+            let connectedFor = connectedAt.map { at -> Double in
+                let lived = at.duration(to: .now).components
+                return Double(lived.seconds) + Double(lived.attoseconds) / 1e18
+            }
+            _ = wake.wait(timeout: .now() + .milliseconds(backoff.attemptEnded(connectedForSeconds: connectedFor)))
         }
         // Orderly end: DISCONNECT (so the broker does not publish the will), written before we leave.
         if mosquitto_socket(handle) != -1 {
@@ -505,7 +509,7 @@ final class Connection: @unchecked Sendable {
         if options.tls == nil { mosquitto_log_callback_set(handle, nil) }
         state.withLock { s in
             s.connected = true
-            s.connectedSinceBackoff = true
+            s.connectedSinceBackoff = .now
             s.lastError = nil
             s.lastLoggedError = nil
         }

@@ -71,9 +71,10 @@ public struct MQTTOptions: Sendable {
     public var protocolVersion: ProtocolVersion
     public var will: Will?
     /// Reconnect backoff in seconds: the first retry waits `min`, each failed one doubles it, up to
-    /// `max`; a successful connect starts over from `min`. Each wait is jittered down to half its
-    /// value, so clients that lost one broker do not all come back in the same second. The default
-    /// `max` of 15 s means a broker back from a long outage is reached within 15 s.
+    /// `max`; the loss of a connection that lasted `max` seconds starts over from `min` (one lost
+    /// sooner is a failure too). Each wait is jittered down to half its value, so clients that lost
+    /// one broker do not all come back in the same second. The default `max` of 15 s means a
+    /// broker back from a long outage is reached within 15 s.
     public var reconnectDelay: (min: Int, max: Int)
 
     public init(
@@ -140,6 +141,14 @@ public struct MQTTOptions: Sendable {
         return Int.random(in: (ceiling / 2)...ceiling)
     }
 
+    /// A connection the broker kept at least this long (the longest backoff) was a working one, and
+    /// its loss starts the backoff over. One lost sooner counts as a failed attempt: most often
+    /// another client with the same client ID, whose reconnect takes the session over and whose
+    /// next loss makes it ours again. Started over after every takeover, the two would take turns
+    /// every second, forever, each turn firing the other's will; backing off, they take turns at
+    /// most every `max` seconds.
+    var establishedConnectionSeconds: Double { Double(reconnectDelay.max) }
+
     private static func requireReadable(_ path: String, what: String) throws(MQTTError) {
         if access(path, R_OK) != 0 {
             let reason = String(cString: strerror(errno))
@@ -186,5 +195,23 @@ enum Topic {
 
     static func validateQoS(_ qos: Int, what: String) throws(MQTTError) {
         if !(0...2).contains(qos) { throw .invalidOptions("\(what) \(qos) is not 0, 1 or 2") }
+    }
+}
+
+/// The network thread's reconnect schedule: the wait after each connect attempt, from how the
+/// attempt ended (a state machine of its own, so the rule is tested without a clock).
+struct ReconnectBackoff {
+    let options: MQTTOptions
+    /// Attempts that failed, or connections lost too soon, since the last working connection.
+    private(set) var failures = 0
+
+    init(_ options: MQTTOptions) { self.options = options }
+
+    /// The wait in milliseconds before the next attempt. `connectedForSeconds`: how long the broker
+    /// kept the connection it accepted, or `nil` when it accepted none (refused, unreachable).
+    mutating func attemptEnded(connectedForSeconds: Double?) -> Int {
+        if let seconds = connectedForSeconds, seconds >= options.establishedConnectionSeconds { failures = 0 }
+        defer { failures += 1 }
+        return options.reconnectDelayMilliseconds(afterFailures: failures)
     }
 }

@@ -107,4 +107,24 @@ struct MQTTOptionsTests {
         #expect(delays.allSatisfy(expected.contains), "\(delays.filter { !expected.contains($0) })")
         #expect(Set(delays).count > 1)  // jittered, not one fixed value
     }
+
+    /// How each connect attempt ended: refused or unreachable (`nil`), or accepted and then lost
+    /// after that many seconds.
+    @Test("the backoff starts over only after a connection that lasted; one lost at once keeps doubling",
+          arguments: [
+            ([nil, nil, nil], [1000, 2000, 4000]),
+            // Another client with our client ID takes the session over as soon as it reconnects:
+            // starting over after each takeover would make the two fight every second, forever.
+            ([0.3, 0.3, 0.3, 0.3, 0.3], [1000, 2000, 4000, 8000, 15000]),
+            ([3600.0], [1000]),
+            ([nil, nil, 3600.0, nil], [1000, 2000, 1000, 2000]),
+            ([nil, nil, 15.0], [1000, 2000, 1000]),
+            ([14.9, 14.9], [1000, 2000]),
+          ] as [([Double?], [Int])])
+    func backoffAfterAttempts(attempts: [Double?], ceilings: [Int]) {
+        var backoff = ReconnectBackoff(MQTTOptions())
+        let delays = attempts.map { backoff.attemptEnded(connectedForSeconds: $0) }
+        #expect(delays.count == ceilings.count)
+        for (delay, ceiling) in zip(delays, ceilings) { #expect((ceiling / 2...ceiling).contains(delay), "\(delays)") }
+    }
 }
