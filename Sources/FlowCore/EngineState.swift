@@ -113,18 +113,14 @@ extension FlowEngine {
                 guard let spec = restoredWidgets[position].nodes[node].total?.spec, let value = saved[key] else { continue }
                 switch EnergyTotal.restored(from: value, spec: spec, maxDayKWh: maxDayKWh, times: times) {
                 case .restored(let total): restoredWidgets[position].nodes[node].total = total
-                case .otherKind:
-                    skipped.append(Diagnostic(
-                        .info, "state: the total of \(key) was saved as \(value["kind"]?.stringValue ?? "another kind"); as \(spec) it starts at 0"))
-                case .damaged:
-                    if let energy = value["kwh"]?.numberValue, energy > maxDayKWh {
-                        skipped.append(Diagnostic(.warning, """
-                            state: the total of \(key), \(JSONValue.format(PatchPolicy.quantize(energy, step: 0.01))) kWh, is damaged: more than its sources' max_power \
-                            allow in a day (\(JSONValue.format(maxDayKWh)) kWh); left out
-                            """))
-                    } else {
-                        skip("the total of \(key)")
-                    }
+                case .otherKind(let saved):
+                    skipped.append(Diagnostic(.info, "state: the total of \(key) was saved as \(saved ?? "another kind"); as \(spec) it starts at 0"))
+                case .beyondADay(let energy):
+                    skipped.append(Diagnostic(.warning, """
+                        state: the total of \(key), \(JSONValue.format(PatchPolicy.quantize(energy, step: 0.01))) kWh, is damaged: more than its sources' max_power \
+                        allow in a day (\(JSONValue.format(maxDayKWh)) kWh); left out
+                        """))
+                case .damaged: skip("the total of \(key)")
                 }
             }
         }
@@ -181,14 +177,18 @@ extension EnergyTotal {
 
     enum Restored {
         case restored(EnergyTotal)
-        /// Saved for another kind of total: the config changed.
-        case otherKind
+        /// Saved for another kind of total (`saved`, in the config's words): the config changed.
+        case otherKind(saved: String?)
+        /// More energy than all sources at their `max_power` make in a day (a lowered `max_power`).
+        case beyondADay(energyKWh: Double)
         case damaged
     }
 
     /// Reads a saved total, checking every number: a damaged entry must not become a day's energy.
     static func restored(from json: JSONValue, spec: TotalSpec, maxDayKWh: Double, times: ClosedRange<Double>) -> Restored {
-        guard json["kind"]?.stringValue == spec.description else { return .otherKind }
+        let kind = json["kind"]?.stringValue
+        guard kind == spec.description else { return .otherKind(saved: kind) }
+        if let energy = json["kwh"]?.numberValue, energy > maxDayKWh { return .beyondADay(energyKWh: energy) }
         let energyRange = 0...FlowEngine.maxEnergyKWh
         func number(_ key: String, in range: ClosedRange<Double>) -> Double?? {
             guard let value = json[key], value != .null else { return .some(nil) }  // absent is fine
