@@ -126,8 +126,7 @@ final class Bridge: Sendable {
     /// `ContinuousClock` is CLOCK_BOOTTIME: a suspended machine's sleep passes on both, no step.)
     private func noteClock(_ now: Date, _ monotonic: ContinuousClock.Instant, _ state: inout State) {
         if let last = state.lastEvent {
-            let elapsed = last.monotonic.duration(to: monotonic).components
-            let step = now.timeIntervalSince(last.wall) - (Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+            let step = now.timeIntervalSince(last.wall) - last.monotonic.duration(to: monotonic) / .seconds(1)
             if abs(step) > Self.clockStepSeconds { dispatch(state.engine.clockStepped(by: step, at: now), &state) }
         }
         state.lastEvent = (now, monotonic)

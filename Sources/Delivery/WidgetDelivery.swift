@@ -262,7 +262,5 @@ public struct WidgetDelivery: Sendable {
 
 extension Duration {
     /// The duration in seconds, fractions included.
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
+    var seconds: Double { self / .seconds(1) }
 }

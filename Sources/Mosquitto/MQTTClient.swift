@@ -417,10 +417,7 @@ final class Connection: @unchecked Sendable {
             }
             if stopRequested { break }
             let connectedAt = state.withLock { s in defer { s.connectedSinceBackoff = nil }; return s.connectedSinceBackoff }
-            let connectedFor = connectedAt.map { at -> Double in
-                let lived = at.duration(to: .now).components
-                return Double(lived.seconds) + Double(lived.attoseconds) / 1e18
-            }
+            let connectedFor = connectedAt.map { $0.duration(to: .now) / .seconds(1) }
             _ = wake.wait(timeout: .now() + .milliseconds(backoff.attemptEnded(connectedForSeconds: connectedFor)))
         }
         // Orderly end: DISCONNECT (so the broker does not publish the will), written before we leave.
