@@ -46,6 +46,17 @@ running() {
   [ -n "$1" ] && read -r _ _ state _ 2>/dev/null < "/proc/$1/stat" && [ "$state" != Z ]
 }
 
+# Waits up to TENTHS tenths of a second for PATTERN in FILE, while PID runs; true once it is there.
+wait_for() {
+  local pattern=$1 file=$2 pid=$3 tenths=$4
+  for _ in $(seq "$tenths"); do
+    grep -q "$pattern" "$file" && return 0
+    running "$pid" || break
+    sleep 0.1
+  done
+  grep -q "$pattern" "$file"
+}
+
 # Stops one child: SIGTERM, then SIGKILL when it is still there after 5 s; reaps it.
 stop() {
   local name=$1 pid=$2 tenths=0
@@ -93,12 +104,7 @@ for _ in 1 2 3 4 5 6 7 8; do
     "log_type error" "log_type warning" "log_type notice" "log_type information" "user $(id -un)" > "$work/mosquitto.conf"
   "${detached[@]}" "$mosquitto" -c "$work/mosquitto.conf" 2> "$work/mosquitto.log" &
   broker_pid=$!
-  for _ in $(seq 50); do
-    grep -q " running" "$work/mosquitto.log" && break
-    running "$broker_pid" || break
-    sleep 0.1
-  done
-  if running "$broker_pid" && grep -q " running" "$work/mosquitto.log"; then break; fi
+  if wait_for " running" "$work/mosquitto.log" "$broker_pid" 50 && running "$broker_pid"; then break; fi
   stop mosquitto "$broker_pid"
   broker_pid=""
 done
@@ -137,12 +143,7 @@ fi
 
 "${detached[@]}" "$bin" simulate --broker "127.0.0.1:$port" --speed "$speed" --log-level warning > "$work/simulate.out" &
 simulate_pid=$!
-for _ in $(seq 100); do
-  grep -q "^simulating" "$work/simulate.out" && break
-  running "$simulate_pid" || break
-  sleep 0.1
-done
-if ! grep -q "^simulating" "$work/simulate.out"; then
+if ! wait_for "^simulating" "$work/simulate.out" "$simulate_pid" 100; then
   echo "error: flowbridge simulate did not start publishing (see above)" >&2
   exit 69
 fi
