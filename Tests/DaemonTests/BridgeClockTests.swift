@@ -4,6 +4,16 @@ import Foundation
 import Mosquitto
 import Testing
 
+extension Bridge {
+    /// A bridge for `config` in UTC, without sinks, saving its state in `folder`, logging errors only.
+    static func inUTC(_ config: DaemonConfig, savingIn folder: TemporaryFolder) throws -> Bridge {
+        let zone = try #require(SystemTimeZone(identifier: "UTC"))
+        return Bridge(
+            engine: FlowEngine(config: config.flow, zone: zone), config: config, zone: zone, sinks: [],
+            store: StateStore(path: folder.url.appendingPathComponent("state.json").path), log: Logger(threshold: .error))
+    }
+}
+
 /// The daemon tells the engine when the wall clock stepped: it compares the wall clock's progress
 /// between two ticks with the monotonic clock's.
 @Suite struct BridgeClockTests {
@@ -14,10 +24,7 @@ import Testing
             sources: {grid: {topic: g, stale_after: 1m}}
             widgets: {w: {template: flow, flow: {exchange: {rate: grid}}}}
             """, file: "c.yaml")
-        let zone = try #require(SystemTimeZone(identifier: "UTC"))
-        let bridge = Bridge(
-            engine: FlowEngine(config: config.flow, zone: zone), config: config, zone: zone, sinks: [],
-            store: StateStore(path: folder.url.appendingPathComponent("state.json").path), log: Logger(threshold: .error))
+        let bridge = try Bridge.inUTC(config, savingIn: folder)
         let start = try #require(RFC3339.parse("2026-06-01T12:00:00Z"))
         let monotonic = ContinuousClock.now
         bridge.state.withLock { _ = $0.engine.receive(topic: "g", payload: Array("500".utf8), at: start) }
@@ -39,10 +46,7 @@ import Testing
             sources: {grid: {topic: g}, solar: {topic: s}}
             widgets: {w: {template: flow, flow: {inputs: [{rate: solar}], exchange: {rate: grid}}}}
             """, file: "c.yaml")
-        let zone = try #require(SystemTimeZone(identifier: "UTC"))
-        let bridge = Bridge(
-            engine: FlowEngine(config: config.flow, zone: zone), config: config, zone: zone, sinks: [],
-            store: StateStore(path: folder.url.appendingPathComponent("state.json").path), log: Logger(threshold: .error))
+        let bridge = try Bridge.inUTC(config, savingIn: folder)
         let start = try #require(RFC3339.parse("2026-06-01T12:00:00Z"))
         let monotonic = ContinuousClock.now
         bridge.receive(MQTTMessage(topic: "g", payload: Array("500".utf8)), at: start, monotonic: monotonic)

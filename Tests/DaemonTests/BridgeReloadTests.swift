@@ -43,10 +43,7 @@ import Testing
     func aReloadSaysWhatItCouldNotCarryOver(_ test: Case) throws {
         let folder = TemporaryFolder()
         let running = try Self.config(sources: "{solar: {topic: s}}", total: "integrate")
-        let zone = try #require(SystemTimeZone(identifier: "UTC"))
-        let bridge = Bridge(
-            engine: FlowEngine(config: running.flow, zone: zone), config: running, zone: zone, sinks: [],
-            store: StateStore(path: folder.url.appendingPathComponent("state.json").path), log: Logger(threshold: .error))
+        let bridge = try Bridge.inUTC(running, savingIn: folder)
         let start = try #require(RFC3339.parse("2026-06-01T12:00:00Z"))
         let monotonic = ContinuousClock.now
         for minute in 0...60 {
