@@ -25,8 +25,17 @@ let package = Package(
         .target(name: "Rendering", dependencies: ["FlowCore"]),
         .target(name: "Simulator", dependencies: ["FlowCore", "Mosquitto"]),
         .target(name: "Discovery", dependencies: ["FlowCore"]),
-        .target(name: "Daemon", dependencies: ["FlowCore", "CYAML", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery"]),
-        .executableTarget(name: "flowbridge", dependencies: ["Daemon"]),
+        // What the daemon takes from Linux: files, the log, the zone database, sd_notify, exit statuses.
+        .target(name: "Platform", dependencies: ["FlowCore"]),
+        // The day's state file: atomic saves, one owner, what a damaged file is.
+        .target(name: "Persistence", dependencies: ["FlowCore", "Platform"]),
+        // The config language: YAML, the reader that names key and line, one loader per section.
+        .target(name: "Configuration", dependencies: ["FlowCore", "CYAML", "Platform", "Persistence", "Mosquitto", "Delivery"]),
+        // The daemon's parts as services with one start and one stop order.
+        .target(name: "Runtime", dependencies: ["FlowCore", "Platform", "Persistence", "Configuration", "Mosquitto", "Delivery", "Rendering"]),
+        // One type per command, each with its own options.
+        .target(name: "Commands", dependencies: ["FlowCore", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery"]),
+        .executableTarget(name: "flowbridge", dependencies: ["Commands", "Platform"]),
         .target(name: "TestSupport", dependencies: ["FlowCore"], path: "Tests/TestSupport"),
         // The widget service as tests meet it: a real HTTP(S) server that can be told to fail.
         .systemLibrary(name: "COpenSSL", path: "Tests/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
@@ -34,12 +43,12 @@ let package = Package(
         // Fuzz targets (`make fuzz`): each property once, run by libFuzzer with -sanitize=fuzzer
         // -DFUZZING, by its executable as a corpus replay otherwise, and by FuzzTests.
         .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
-        .target(name: "FuzzChecks", dependencies: ["FlowCore", "Daemon", "CLibFuzzer"], path: "Fuzz/FuzzChecks"),
+        .target(name: "FuzzChecks", dependencies: ["FlowCore", "Configuration", "CLibFuzzer"], path: "Fuzz/FuzzChecks"),
         .executableTarget(name: "PayloadDecoderFuzzer", dependencies: ["FuzzChecks"], path: "Fuzz/PayloadDecoderFuzzer"),
         .executableTarget(name: "ConfigFuzzer", dependencies: ["FuzzChecks"], path: "Fuzz/ConfigFuzzer"),
         .executableTarget(name: "MergePatchFuzzer", dependencies: ["FuzzChecks"], path: "Fuzz/MergePatchFuzzer"),
         .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Discovery", "FlowCore", "Rendering", "Simulator", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Platform", "Persistence", "Configuration", "Runtime", "Commands", "Mosquitto", "Delivery", "Discovery", "FlowCore", "Rendering", "Simulator", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "TestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "FlowCore"]),

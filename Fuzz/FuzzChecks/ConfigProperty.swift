@@ -1,4 +1,4 @@
-import Daemon
+import Configuration
 import FlowCore
 import FoundationEssentials
 

@@ -1,4 +1,4 @@
-import Daemon
+import Commands
 import Glibc
 
 exit(await Commands.main(Array(CommandLine.arguments.dropFirst())))

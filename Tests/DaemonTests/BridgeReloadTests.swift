@@ -1,4 +1,8 @@
-@testable import Daemon
+@testable import Commands
+@testable import Configuration
+@testable import Persistence
+@testable import Platform
+@testable import Runtime
 import FlowCore
 import Foundation
 import Mosquitto

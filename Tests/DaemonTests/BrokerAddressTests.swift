@@ -1,4 +1,8 @@
-@testable import Daemon
+@testable import Commands
+@testable import Configuration
+@testable import Persistence
+@testable import Platform
+@testable import Runtime
 import Testing
 
 /// `--broker` of `discover` and `simulate`: one reading of HOST[:PORT] for both.

@@ -1,4 +1,8 @@
-import Daemon
+import Commands
+import Configuration
+import Persistence
+import Platform
+import Runtime
 import FlowCore
 import Foundation
 import Testing
@@ -133,7 +137,7 @@ import Testing
     @Test func versionIsTheOneInTheCode() throws {
         let run = try runFlowbridge(["--version"])
         #expect(run.status == 0)
-        #expect(run.out == "flowbridge \(Commands.version)\n")
+        #expect(run.out == "flowbridge \(Flowbridge.version)\n")
         #expect(try runFlowbridge(["help"]).out.contains("--dry-run"))
         #expect(try runFlowbridge(["help"]).out.contains("--state FILE"))
     }

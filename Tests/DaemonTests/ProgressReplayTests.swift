@@ -1,4 +1,8 @@
-import Daemon
+import Commands
+import Configuration
+import Persistence
+import Platform
+import Runtime
 import FlowCore
 import Foundation
 import Testing

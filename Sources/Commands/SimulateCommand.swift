@@ -1,8 +1,12 @@
+import Configuration
 import Delivery
 import FlowCore
 import FoundationEssentials
 import Glibc
 import Mosquitto
+import Persistence
+import Platform
+import Runtime
 import Simulator
 
 /// `flowbridge simulate`: a plausible home (solar, grid meter, battery) publishing in its devices'
@@ -70,8 +74,8 @@ struct SimulateCommand {
         var simulation = Simulation(seed: options.seed, date: options.date ?? zone.localDate(at: now), speed: options.speed, zone: zone)
         let fd = path == "-" ? 1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            Commands.printError("flowbridge: \(FileError(path))")
-            return Commands.cannotCreate
+            StandardError.print("flowbridge: \(FileError(path))")
+            return ExitStatus.cannotCreate.rawValue
         }
         defer { if fd != 1 { close(fd) } }
         let end = simulation.firstDay.end
@@ -81,7 +85,7 @@ struct SimulateCommand {
         func flush() -> Bool {
             defer { bytes.removeAll(keepingCapacity: true) }
             guard let reason = FileDescriptor.writeAll(bytes, to: fd) else { return true }
-            Commands.printError("flowbridge: \(path == "-" ? "standard output" : path): \(reason)")
+            StandardError.print("flowbridge: \(path == "-" ? "standard output" : path): \(reason)")
             return false
         }
         while true {
@@ -93,9 +97,9 @@ struct SimulateCommand {
                 count += 1
             }
             last = cycle.state
-            if bytes.count >= 65_536, !flush() { return Commands.ioError }
+            if bytes.count >= 65_536, !flush() { return ExitStatus.ioError.rawValue }
         }
-        guard flush() else { return Commands.ioError }
+        guard flush() else { return ExitStatus.ioError.rawValue }
         if let last {
             log.log(.info, "\(simulation.firstDay.date) (seed \(options.seed)): \(count) messages; the panels made \(JSONValue.format((last.yieldTodayWh / 100).rounded() / 10)) kWh, the battery ended at \(Int(last.socPercent.rounded())) %")
         }
@@ -117,7 +121,7 @@ struct SimulateCommand {
             try client.start()
         } catch {
             log.log(.error, "cannot start the MQTT client: \(error)")
-            return Commands.unavailable
+            return ExitStatus.unavailable.rawValue
         }
         let minutes = Int(secondsIntoDay) / 60
         let profile = simulation.home.profile

@@ -1,5 +1,7 @@
 import Delivery
 import FlowCore
+import Persistence
+import Platform
 
 /// `push:` of a widget: its documents go to the widget HTTP API.
 public struct PushSettings: Sendable, Equatable {
@@ -27,7 +29,7 @@ extension DaemonConfig {
     public var hasSink: Bool { !pushes.isEmpty || output.stdout || output.mqtt != nil }
 
     /// What `check` and `run` say of a config without a sink, and how to give it one.
-    static let noSinkWarning = "pushes are computed but go nowhere (add push: to a widget, or output: {stdout: true} or {mqtt: true})"
+    package static let noSinkWarning = "pushes are computed but go nowhere (add push: to a widget, or output: {stdout: true} or {mqtt: true})"
 }
 
 extension ConfigLoader {
@@ -103,7 +105,7 @@ extension ConfigLoader {
             }
         }
         if let homeAssistant = settings.homeAssistant {
-            let discovery = HomeAssistantDiscovery(flow: flow, settings: settings, homeAssistant: homeAssistant, software: Commands.version)
+            let discovery = HomeAssistantDiscovery(flow: flow, settings: settings, homeAssistant: homeAssistant, software: Flowbridge.version)
             for conflict in discovery.conflicts {
                 reader.report(path, node, "home_assistant: \(conflict); give the nodes distinct names")
             }

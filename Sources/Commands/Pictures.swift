@@ -1,7 +1,11 @@
+import Configuration
 import FlowCore
 import FoundationEssentials
 import Glibc
+import Persistence
+import Platform
 import Rendering
+import Runtime
 
 /// A folder that receives SVG pictures (`render`, `replay --svg`), created when missing. Files are
 /// named after their widget, with anything but letters, digits, `.`, `_` and `-` replaced, so a
@@ -96,25 +100,25 @@ struct RenderCommand {
         case .state(let saved):
             state = saved
         case .none:
-            Commands.printError("flowbridge: cannot read the state: there is no state file at \(statePath)")
-            return Commands.noInput
+            StandardError.print("flowbridge: cannot read the state: there is no state file at \(statePath)")
+            return ExitStatus.noInput.rawValue
         case .damaged(let reason):
-            Commands.printError("flowbridge: state file \(statePath) cannot be used: \(reason)")
-            return Commands.dataError
+            StandardError.print("flowbridge: state file \(statePath) cannot be used: \(reason)")
+            return ExitStatus.dataError.rawValue
         case .unusable(let problem):
-            Commands.printError("flowbridge: \(problem)")
-            return Commands.dataError
+            StandardError.print("flowbridge: \(problem)")
+            return ExitStatus.dataError.rawValue
         }
-        var engine = FlowEngine(config: config.flow, zone: Commands.zone(of: config))
+        var engine = FlowEngine(config: config.flow, zone: config.zone)
         do {
             try engine.restore(state).forEach(log.log)
         } catch {
-            Commands.printError("flowbridge: \(statePath) cannot be used: \(error)")
-            return Commands.dataError
+            StandardError.print("flowbridge: \(statePath) cannot be used: \(error)")
+            return ExitStatus.dataError.rawValue
         }
         guard let at = engine.latestKnownTime else {
-            Commands.printError("flowbridge: \(statePath) holds no reading yet: nothing to draw")
-            return Commands.dataError
+            StandardError.print("flowbridge: \(statePath) holds no reading yet: nothing to draw")
+            return ExitStatus.dataError.rawValue
         }
         let documents = engine.currentDocuments(at: at)
         var drawn = 0
@@ -135,9 +139,9 @@ struct RenderCommand {
                 drawn += 1
             }
         } catch {
-            Commands.printError("flowbridge: cannot write the picture: \(error)")
-            return Commands.cannotCreate
+            StandardError.print("flowbridge: cannot write the picture: \(error)")
+            return ExitStatus.cannotCreate.rawValue
         }
-        return drawn > 0 ? 0 : Commands.dataError
+        return drawn > 0 ? 0 : ExitStatus.dataError.rawValue
     }
 }

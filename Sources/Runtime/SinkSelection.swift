@@ -1,6 +1,9 @@
+import Configuration
 import Delivery
 import FlowCore
 import Mosquitto
+import Persistence
+import Platform
 import Rendering
 
 /// The sinks `run` hands its pushes to, as the config says: each widget's `push:` (the widget
@@ -25,7 +28,7 @@ enum SinkSelection {
         }
         var sinks: [any Sink] = config.output.stdout ? [stdout()] : []
         if let settings = config.output.mqtt {
-            sinks.append(MQTTSink(settings: settings, flow: config.flow, software: Commands.version, connection: client, log: { [log] in log.log($0) }))
+            sinks.append(MQTTSink(settings: settings, flow: config.flow, software: Flowbridge.version, connection: client, log: { [log] in log.log($0) }))
         }
         if summary, !config.output.stdout {
             log.log(.warning, "--summary: pushes go to no standard output to say them on (--dry-run, or output: {stdout: true})")

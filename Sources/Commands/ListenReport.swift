@@ -1,5 +1,9 @@
+import Configuration
 import FlowCore
 import FoundationEssentials
+import Persistence
+import Platform
+import Runtime
 
 /// What `check --listen` learns: per source what came (messages, readings that failed, the last
 /// value after unit and sign, how old), and per widget what the sign checks say. Messages go

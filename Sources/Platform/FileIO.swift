@@ -9,7 +9,7 @@ public struct FileError: Error, Sendable, CustomStringConvertible {
     /// The error number, when the system gave one (`EACCES` is not `ENOENT`).
     public var code: Int32?
 
-    init(_ path: String, errno code: Int32 = errno) {
+    package init(_ path: String, errno code: Int32 = errno) {
         self.path = path
         self.code = code
         reason = String(cString: strerror(code))
@@ -54,7 +54,7 @@ public enum FileIO {
     }
 
     /// `1 MiB`, `64 KiB`, `300 bytes`.
-    static func describe(bytes: Int) -> String {
+    package static func describe(bytes: Int) -> String {
         if bytes >= 1 << 20, bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
         if bytes >= 1 << 10, bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
         return "\(bytes) bytes"
@@ -106,7 +106,7 @@ public enum FileIO {
     public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
     /// True when `path` is the file `info` describes (the same device and inode).
-    static func isSameFile(_ path: String, _ info: stat) -> Bool {
+    package static func isSameFile(_ path: String, _ info: stat) -> Bool {
         var other = stat()
         return stat(path, &other) == 0 && other.st_dev == info.st_dev && other.st_ino == info.st_ino
     }

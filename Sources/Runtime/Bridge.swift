@@ -1,8 +1,11 @@
+import Configuration
 import Delivery
 import FlowCore
 import FoundationEssentials
 import Glibc
 import Mosquitto
+import Persistence
+import Platform
 import Synchronization
 
 /// The running daemon's state: the engine, the sinks its pushes go to, and when the state was last

@@ -46,7 +46,7 @@ public final class Logger: Sendable {
 }
 
 extension String {
-    var replacingNewlines: String {
+    package var replacingNewlines: String {
         String(String.UnicodeScalarView(unicodeScalars.map { $0 == "\n" || $0 == "\r" ? " " : $0 }))
     }
 }

@@ -1,8 +1,12 @@
+import Configuration
 import Discovery
 import FlowCore
 import FoundationEssentials
 import Glibc
 import Mosquitto
+import Persistence
+import Platform
+import Runtime
 import Synchronization
 
 /// `flowbridge discover --broker HOST[:PORT] [--listen 60s] [--out FILE]`: listens to everything
@@ -26,8 +30,8 @@ struct DiscoverCommand {
 
     func run() async -> Int32 {
         if let out, FileIO.exists(out) {
-            Commands.printError("flowbridge: \(out) exists; discover writes a new file (give another --out, or move it away)")
-            return Commands.cannotCreate
+            StandardError.print("flowbridge: \(out) exists; discover writes a new file (give another --out, or move it away)")
+            return ExitStatus.cannotCreate.rawValue
         }
         let options = MQTTOptions(
             host: broker.host, port: broker.port, clientID: "flowbridge-discover-\(getpid())", username: broker.username, password: password)
@@ -35,8 +39,8 @@ struct DiscoverCommand {
         do {
             client = try MQTTClient(options: options, subscriptions: ["#"], qos: 0)
         } catch {
-            Commands.printError("flowbridge: \(error)")
-            return Commands.usageError
+            StandardError.print("flowbridge: \(error)")
+            return ExitStatus.usage.rawValue
         }
         let address = "\(broker.host):\(broker.port)"
         log.log(.info, "listening \(JSONValue.format(seconds)) s to everything on \(address)")
@@ -63,8 +67,8 @@ struct DiscoverCommand {
             tick: { second, _ in own.sendKeepalives(asked.withLock { $0 }, atSecond: second) })
         let catalog = discovery.withLock { $0.catalog }
         guard outcome.connected else {
-            Commands.printError("flowbridge: never connected to \(address)\(outcome.lastProblem.map { ": \($0)" } ?? "")")
-            return Commands.unavailable
+            StandardError.print("flowbridge: never connected to \(address)\(outcome.lastProblem.map { ": \($0)" } ?? "")")
+            return ExitStatus.unavailable.rawValue
         }
         let plan = discovery.withLock { $0.plan }
         let overflow = catalog.overflowTopics > 0
@@ -83,7 +87,7 @@ struct DiscoverCommand {
                 lines.append("Topics that may be readings (see Config/examples for how to read them):")
                 lines += plan.unplaced.prefix(20).map { "  \($0)" }
             }
-            Commands.printError(lines.joined(separator: "\n"))
+            StandardError.print(lines.joined(separator: "\n"))
             return Self.nothingFound
         }
         let text = plan.configText(broker: broker, heard: Heard(messages: catalog.messages, topics: catalog.records.count, seconds: seconds))
@@ -99,8 +103,8 @@ struct DiscoverCommand {
             return 0
         }
         do { try FileIO.writeAtomically(Array(text.utf8), to: out, permissions: 0o644) } catch {
-            Commands.printError("flowbridge: cannot write \(out): \(error)")
-            return Commands.cannotCreate
+            StandardError.print("flowbridge: cannot write \(out): \(error)")
+            return ExitStatus.cannotCreate.rawValue
         }
         print((["wrote \(out) from \(heard)"] + summary + ["next: flowbridge check --config \(out) --listen 60s"]).joined(separator: "\n"))
         return 0

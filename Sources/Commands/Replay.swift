@@ -1,6 +1,10 @@
+import Configuration
 import Delivery
 import FlowCore
 import FoundationEssentials
+import Persistence
+import Platform
+import Runtime
 
 /// One recorded MQTT message: `{"t": "<RFC 3339>", "topic": "...", "payload": "<text>"}`, or
 /// `"payload_b64"` for bytes that are not text.

@@ -1,4 +1,6 @@
 import FlowCore
+import Persistence
+import Platform
 
 /// One thing wrong with a config file, with the key path and the line it concerns.
 public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
@@ -25,7 +27,7 @@ public struct ConfigError: Error, Sendable, CustomStringConvertible {
 /// Reads typed values out of a YAML mapping, remembering the key path and collecting problems
 /// instead of stopping at the first. Keys a mapping has but nobody asked for are reported as unknown
 /// (a typo such as `stale_afer` must not be silently ignored).
-final class ConfigReader {
+package final class ConfigReader {
     private(set) var problems: [ConfigProblem] = []
 
     func report(_ path: String, _ node: YAMLNode?, _ message: String) {
@@ -90,7 +92,7 @@ final class ConfigReader {
 
     /// `90s`, `5m`, `1h`, `250ms`, `1d` or a plain number of seconds, in seconds; nil for anything
     /// else. The config's durations and the command line's (`--listen 60s`) read alike.
-    static func seconds(_ text: String) -> Double? {
+    package static func seconds(_ text: String) -> Double? {
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
         for (suffix, factor) in units where text.hasSuffix(suffix) {
             if let value = Double(text.dropLast(suffix.count).trimmingSpaces), value.isFinite, value >= 0 {

@@ -1,4 +1,6 @@
 import CYAML
+import Persistence
+import Platform
 
 // MARK: - Public model
 

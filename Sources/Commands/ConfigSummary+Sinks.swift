@@ -1,5 +1,9 @@
+import Configuration
 import Delivery
 import FlowCore
+import Persistence
+import Platform
+import Runtime
 
 /// Where `check` says the pushes go: the widget API of each widget (its URL without secrets), and
 /// `output:`; a config without any sink gets a warning.
@@ -52,7 +56,7 @@ extension ConfigSummary {
             lines.append("  \(settings.patchTopic(widget)): each push's merge patch")
         }
         guard let homeAssistant = settings.homeAssistant else { return lines }
-        let discovery = HomeAssistantDiscovery(flow: config.flow, settings: settings, homeAssistant: homeAssistant, software: Commands.version)
+        let discovery = HomeAssistantDiscovery(flow: config.flow, settings: settings, homeAssistant: homeAssistant, software: Flowbridge.version)
         lines.append("  Home Assistant: device \"\(discovery.deviceName)\", discovery configs under \(homeAssistant.discoveryPrefix)/sensor/\(discovery.nodeID)/ (announced again when \(homeAssistant.statusTopic) says online)")
         for widget in discovery.widgets {
             lines.append("    from \(settings.sensorsTopic(widget)) (\(retained)):")

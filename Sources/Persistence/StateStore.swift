@@ -1,6 +1,7 @@
 import FlowCore
 import FoundationEssentials
 import Glibc
+import Platform
 
 /// Where the engine's state lives between runs. Writes are atomic and carry a format marker, so
 /// the file says what it is; only a file that is recognizably a flowbridge state is ever moved

@@ -1,3 +1,8 @@
+import Configuration
+import Persistence
+import Platform
+import Runtime
+
 /// `HOST`, `HOST:PORT`, `[::1]:PORT` (port 1883 unless given): the broker of `--broker`, where
 /// `discover` listens and `simulate` publishes.
 struct BrokerAddress: Equatable {

@@ -1,3 +1,6 @@
+import Configuration
+import Persistence
+import Platform
 import Synchronization
 
 /// The one-line status `systemctl status flowbridge` shows (sd_notify `STATUS=`): the broker

@@ -1,4 +1,5 @@
 import Glibc
+import Platform
 
 /// One owner per state: an exclusive `flock` on `state.json.lock` beside the state, holding the
 /// owner's PID, for as long as the process runs (the kernel releases it when the process ends,

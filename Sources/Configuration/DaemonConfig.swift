@@ -3,6 +3,8 @@ import FlowCore
 import FoundationEssentials
 import Glibc
 import Mosquitto
+import Persistence
+import Platform
 
 /// How flowbridge reaches the broker (`mqtt:` in the config). Secrets are never inline-only: the
 /// password comes from a file (a systemd credential) or an environment variable.
@@ -36,7 +38,7 @@ public struct MQTTSettings: Sendable, Equatable {
 
     /// The client's options. A dry run gets a client ID of its own (the service's would take over
     /// the service's session) and no last will: it announces nothing on the broker.
-    func options(dryRun: Bool = false) -> MQTTOptions {
+    package func options(dryRun: Bool = false) -> MQTTOptions {
         MQTTOptions(
             host: host, port: port, clientID: dryRun ? "\(clientID)-dry-run-\(getpid())" : clientID,
             keepaliveSeconds: keepaliveSeconds, username: username, password: password?.value,
@@ -101,6 +103,11 @@ public struct ConfigContext: Sendable {
 public struct KeepaliveSettings: Sendable, Equatable {
     public var topic: String
     public var intervalSeconds: Double
+
+    public init(topic: String, intervalSeconds: Double) {
+        self.topic = topic
+        self.intervalSeconds = intervalSeconds
+    }
 }
 
 /// The whole config file.
@@ -709,6 +716,37 @@ struct ConfigLoader {
         let words = (allowed[slot]?.keys.sorted() ?? []) + ["{counter: SOURCE}", "{daily: SOURCE}"]
         reader.report(path, node, "'\(word)' is not a total of the \(slot.rawValue) slot (use \(words.joined(separator: ", ")))")
         return nil
+    }
+}
+
+extension DaemonConfig {
+    /// Reads a config file and checks it (with a context: and what it refers to).
+    public static func load(path: String, context: ConfigContext? = nil) throws(ConfigError) -> DaemonConfig {
+        let bytes: [UInt8]
+        do { bytes = try FileIO.read(path, limit: sizeLimit) } catch {
+            // A first start without a config: say where one comes from.
+            let hint = error.code == ENOENT ? " (give one with --config FILE: Config/examples/ has one per common setup, and discover writes one)" : ""
+            throw ConfigError(file: path, problems: [ConfigProblem(path: "", line: nil, message: "cannot read: \(error.reason)\(hint)")])
+        }
+        return try parse(bytes: bytes, file: path, context: context)
+    }
+}
+
+extension DaemonConfig {
+    /// Reads and checks the config file (with a context: and what it refers to); says on standard
+    /// error what is wrong, every problem with its key and line, and returns nil.
+    public static func loadReporting(_ path: String, context: ConfigContext? = nil) -> DaemonConfig? {
+        do {
+            return try load(path: path, context: context)
+        } catch {
+            StandardError.print(error.description)
+            return nil
+        }
+    }
+
+    /// The day's zone: the configured one, or the system's.
+    public var zone: any LocalTimeZone {
+        timezone.flatMap(SystemTimeZone.init(identifier:)) ?? SystemTimeZone.system
     }
 }
 

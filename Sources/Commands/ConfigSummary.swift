@@ -1,4 +1,8 @@
+import Configuration
 import FlowCore
+import Persistence
+import Platform
+import Runtime
 
 /// What `flowbridge check` prints for a good config: which topic feeds which slot, with which sign
 /// and unit, so a user sees a flipped sign before the widget shows it.
@@ -120,6 +124,3 @@ struct ConfigSummary {
         }
     }
 }
-
-/// `1 source`, `3 sources`: a count and its noun, for the lines people read.
-func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }

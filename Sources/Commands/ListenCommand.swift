@@ -1,6 +1,10 @@
+import Configuration
 import FlowCore
 import FoundationEssentials
 import Mosquitto
+import Persistence
+import Platform
+import Runtime
 import Synchronization
 
 /// `flowbridge check --config FILE --listen 60s`: the config checked as `check` does, then the
@@ -20,15 +24,15 @@ struct ListenCommand {
 
     func run() async -> Int32 {
         let context = ConfigContext.process(stateOverride: stateOverride)
-        guard let config = Commands.loadConfig(configPath, context: context) else { return Commands.configError }
-        let zone = Commands.zone(of: config)
+        guard let config = DaemonConfig.loadReporting(configPath, context: context) else { return ExitStatus.config.rawValue }
+        let zone = config.zone
         let broker = "\(config.mqtt.host):\(config.mqtt.port)"
         let client: MQTTClient
         do {
-            client = try MQTTClient(options: config.mqtt.options(dryRun: true), subscriptions: RunCommand.subscriptions(of: config), qos: 1)
+            client = try MQTTClient(options: config.mqtt.options(dryRun: true), subscriptions: Daemon.subscriptions(of: config), qos: 1)
         } catch {
             log.log(.error, "cannot start the MQTT client: \(error)")
-            return Commands.configError
+            return ExitStatus.config.rawValue
         }
         print("config OK: \(ConfigSummary.counts(config)); listening \(JSONValue.format(seconds)) s to \(broker)")
         let report = Mutex(ListenReport(config: config, zone: zone))

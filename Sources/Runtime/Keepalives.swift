@@ -1,13 +1,17 @@
+import Configuration
+import Persistence
+import Platform
+
 /// Victron Venus OS publishes only while asked (`R/<portal>/keepalive`), and every command that
 /// listens to one asks the same way: at once on every connect, then on each keepalive's interval.
 extension OwnMessages {
     /// Asks every portal now (after a connect).
-    func sendKeepalives(_ keepalives: [KeepaliveSettings]) {
+    package func sendKeepalives(_ keepalives: [KeepaliveSettings]) {
         for keepalive in keepalives { publish(topic: keepalive.topic) }
     }
 
     /// Asks the portals whose interval ends at whole second `second` of the run.
-    func sendKeepalives(_ keepalives: [KeepaliveSettings], atSecond second: Int) {
+    package func sendKeepalives(_ keepalives: [KeepaliveSettings], atSecond second: Int) {
         for keepalive in keepalives where second % max(1, Int(keepalive.intervalSeconds)) == 0 {
             publish(topic: keepalive.topic)
         }

@@ -1,25 +1,15 @@
+import Configuration
 import Delivery
 import Discovery
 import FlowCore
 import FoundationEssentials
 import Glibc
+import Persistence
+import Platform
+import Runtime
 
 /// The command line (DESIGN §4). `main.swift` only calls `Commands.main`.
 public enum Commands {
-    /// sysexits(3), the statuses the commands share: a wrong command line, input that is not
-    /// data to use, input that is not there, a broker that cannot be reached, a file that cannot
-    /// be made, a write that failed, a broken config.
-    static let usageError: Int32 = 64
-    static let dataError: Int32 = 65
-    static let noInput: Int32 = 66
-    static let unavailable: Int32 = 69
-    static let cannotCreate: Int32 = 73
-    static let ioError: Int32 = 74
-    static let configError: Int32 = 78
-
-    /// The version, said by `--version` and at start.
-    public static let version = "0.1.0"
-
     static let usage = """
         usage: flowbridge run    [--config FILE] [--dry-run] [--summary] [--state FILE] [--log-level debug|info|warning|error]
                flowbridge check  [--config FILE] [--state FILE] [--listen DURATION]
@@ -115,13 +105,13 @@ public enum Commands {
         do {
             arguments = try parse(words)
         } catch {
-            printError("flowbridge: \(error.message)\n\(usage)")
-            return usageError
+            StandardError.print("flowbridge: \(error.message)\n\(usage)")
+            return ExitStatus.usage.rawValue
         }
         switch arguments.command {
         case "run":
             guard arguments.positional.isEmpty else { return usageFailure("run takes no other arguments") }
-            return await RunCommand(
+            return await Daemon(
                 configPath: arguments.config, dryRun: arguments.dryRun, summary: arguments.summary, stateOverride: arguments.state,
                 log: Logger(threshold: arguments.logLevel)
             ).run()
@@ -156,7 +146,7 @@ public enum Commands {
             return replay(arguments, trace: arguments.positional[0])
         case "render":
             guard arguments.positional.isEmpty, let out = arguments.out else { return usageFailure("render needs --out FILE.svg or DIR, and no other arguments") }
-            guard let config = loadConfig(arguments.config) else { return configError }
+            guard let config = DaemonConfig.loadReporting(arguments.config) else { return ExitStatus.config.rawValue }
             let state = ConfigContext.process(stateOverride: arguments.state).statePath(configured: config.stateFile)
             return RenderCommand(config: config, configPath: arguments.config, statePath: state, out: out, log: Logger(threshold: arguments.logLevel)).run()
         case "simulate":
@@ -172,7 +162,7 @@ public enum Commands {
             print(usage)
             return 0
         case "version", "--version":
-            print("flowbridge \(version)")
+            print("flowbridge \(Flowbridge.version)")
             return 0
         default:
             return usageFailure("unknown command '\(arguments.command)'")
@@ -180,50 +170,29 @@ public enum Commands {
     }
 
     static func usageFailure(_ message: String) -> Int32 {
-        printError("flowbridge: \(message)\n\(usage)")
-        return usageError
-    }
-
-    static func printError(_ text: String) {
-        let line = text.hasSuffix("\n") ? text : text + "\n"
-        _ = line.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
-    }
-
-    /// Reads and checks the config file (with a context: and what it refers to); prints what is
-    /// wrong on failure.
-    static func loadConfig(_ path: String, context: ConfigContext? = nil) -> DaemonConfig? {
-        do {
-            return try DaemonConfig.load(path: path, context: context)
-        } catch {
-            printError(error.description)
-            return nil
-        }
-    }
-
-    /// The configured zone, or the system's.
-    static func zone(of config: DaemonConfig) -> any LocalTimeZone {
-        config.timezone.flatMap(SystemTimeZone.init(identifier:)) ?? SystemTimeZone.system
+        StandardError.print("flowbridge: \(message)\n\(usage)")
+        return ExitStatus.usage.rawValue
     }
 
     /// Checks the config as `run` would, in this environment: every problem `run` finds in it.
     static func check(_ arguments: Arguments) -> Int32 {
         let context = ConfigContext.process(stateOverride: arguments.state)
-        guard let config = loadConfig(arguments.config, context: context) else { return configError }
-        let summary = ConfigSummary(config: config, zone: zone(of: config), statePath: context.statePath(configured: config.stateFile))
+        guard let config = DaemonConfig.loadReporting(arguments.config, context: context) else { return ExitStatus.config.rawValue }
+        let summary = ConfigSummary(config: config, zone: config.zone, statePath: context.statePath(configured: config.stateFile))
         print(summary.text, terminator: "")
         return 0
     }
 
     static func replay(_ arguments: Arguments, trace: String) -> Int32 {
-        guard let config = loadConfig(arguments.config) else { return configError }
+        guard let config = DaemonConfig.loadReporting(arguments.config) else { return ExitStatus.config.rawValue }
         let log = Logger(threshold: arguments.logLevel)
-        let zone = zone(of: config)
+        let zone = config.zone
         var replay = Replay(config: config.flow, zone: zone)
         var pictures: ReplayPictures?
         if let svg = arguments.svg {
             do { pictures = ReplayPictures(folder: try PictureFolder(path: svg), zone: zone) } catch {
-                printError("flowbridge: cannot create the picture folder: \(error)")
-                return cannotCreate
+                StandardError.print("flowbridge: cannot create the picture folder: \(error)")
+                return ExitStatus.cannotCreate.rawValue
             }
         }
         let store = arguments.state.map(StateStore.init(path:))
@@ -234,19 +203,19 @@ public enum Commands {
                 lock = try StateLock(statePath: store.path)
                 try replay.restore(from: store, configPath: arguments.config, log: log)
             } catch let error as StateLock.Failure {
-                printError("flowbridge: \(error)")
-                if case .held = error { return RunCommand.stateInUse }
-                return cannotCreate  // the state could not be written either
+                StandardError.print("flowbridge: \(error)")
+                if case .held = error { return ExitStatus.stateInUse.rawValue }
+                return ExitStatus.cannotCreate.rawValue  // the state could not be written either
             } catch {
-                printError("flowbridge: \(error)")
-                return configError
+                StandardError.print("flowbridge: \(error)")
+                return ExitStatus.config.rawValue
             }
         }
         defer { withExtendedLifetime(lock) {} }
         let fd: Int32 = trace == "-" ? 0 : open(trace, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            printError("flowbridge: \(FileError(trace))")
-            return noInput
+            StandardError.print("flowbridge: \(FileError(trace))")
+            return ExitStatus.noInput.rawValue
         }
         defer { if fd != 0 { close(fd) } }
         var output = OutputBuffer()
@@ -270,13 +239,13 @@ public enum Commands {
         output.flush()
         if let store {
             do { try store.save(replay.engine.snapshot()) } catch {
-                printError("flowbridge: cannot write the state: \(error)")
-                return cannotCreate
+                StandardError.print("flowbridge: cannot write the state: \(error)")
+                return ExitStatus.cannotCreate.rawValue
             }
         }
         do { _ = try pictures?.write(widgets: config.flow.widgetNames, through: replay.engine.clock) } catch {
-            printError("flowbridge: cannot write the pictures: \(error)")
-            return cannotCreate
+            StandardError.print("flowbridge: cannot write the pictures: \(error)")
+            return ExitStatus.cannotCreate.rawValue
         }
         return 0
     }
@@ -308,18 +277,5 @@ struct OutputBuffer {
     mutating func flush() {
         _ = FileDescriptor.writeAll(bytes, to: 1)
         bytes.removeAll(keepingCapacity: true)
-    }
-}
-
-extension DaemonConfig {
-    /// Reads a config file and checks it (with a context: and what it refers to).
-    public static func load(path: String, context: ConfigContext? = nil) throws(ConfigError) -> DaemonConfig {
-        let bytes: [UInt8]
-        do { bytes = try FileIO.read(path, limit: sizeLimit) } catch {
-            // A first start without a config: say where one comes from.
-            let hint = error.code == ENOENT ? " (give one with --config FILE: Config/examples/ has one per common setup, and discover writes one)" : ""
-            throw ConfigError(file: path, problems: [ConfigProblem(path: "", line: nil, message: "cannot read: \(error.reason)\(hint)")])
-        }
-        return try parse(bytes: bytes, file: path, context: context)
     }
 }

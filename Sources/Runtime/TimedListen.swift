@@ -1,24 +1,33 @@
+import Configuration
 import FoundationEssentials
 import Mosquitto
+import Persistence
+import Platform
 
 /// Listens to a broker for a fixed time, with the daemon's own MQTT client: what `check --listen`
 /// and `discover` share. Messages are handed over in order with the wall-clock time they arrived,
 /// a tick comes once a second, and at the end the client stops (publishing nothing).
-struct TimedListen {
+package struct TimedListen {
     let client: MQTTClient
     let seconds: Double
     let log: Logger
 
+    package init(client: MQTTClient, seconds: Double, log: Logger) {
+        self.client = client
+        self.seconds = seconds
+        self.log = log
+    }
+
     /// How the connection went, for the report: a listen that never connected heard nothing, and
     /// says why.
-    struct Outcome: Sendable {
-        var connected = false
-        var lastProblem: String?
+    package struct Outcome: Sendable {
+        package var connected = false
+        package var lastProblem: String?
     }
 
     /// Runs for `seconds`: `connected` after every (re)connect, `message` for each message, `tick`
     /// once a second with the whole seconds elapsed. Returns once the client has stopped.
-    func run(
+    package func run(
         connected: @escaping @Sendable () -> Void, message: @escaping @Sendable (MQTTMessage, Date) -> Void,
         tick: @escaping @Sendable (Int, Date) -> Void
     ) async -> Outcome {

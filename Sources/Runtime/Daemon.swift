@@ -1,16 +1,19 @@
+import Configuration
 import Delivery
 import Dispatch
 import FlowCore
 import FoundationEssentials
 import Glibc
 import Mosquitto
+import Persistence
+import Platform
 import Synchronization
 
 /// `flowbridge run`: the daemon. It subscribes to every source's topic, feeds the engine with the
 /// wall clock, ticks it every second (staleness, trailing pushes, midnight, state saves), and
 /// shuts down gracefully on SIGTERM/SIGINT: state flushed, `offline` published, exit 0. A second
 /// signal exits at once. SIGHUP reloads the config; a broken one is reported and the old one runs on.
-struct RunCommand {
+package struct Daemon {
     let configPath: String
     /// Read the config and the state, connect and compute, print the pushes; deliver nothing,
     /// publish nothing, write no state: safe beside the running service.
@@ -21,12 +24,15 @@ struct RunCommand {
     let stateOverride: String?
     let log: Logger
 
-    /// The state is in use by another daemon (sysexits EX_TEMPFAIL: it may be free later).
-    static let stateInUse: Int32 = 75
-    /// The state could not be saved at the stop (sysexits EX_CANTCREAT).
-    static let stateNotSaved: Int32 = 73
+    package init(configPath: String, dryRun: Bool, summary: Bool = false, stateOverride: String?, log: Logger) {
+        self.configPath = configPath
+        self.dryRun = dryRun
+        self.summary = summary
+        self.stateOverride = stateOverride
+        self.log = log
+    }
 
-    func run() async -> Int32 {
+    package func run() async -> Int32 {
         // A reader of standard output that goes away is reported (StdoutSink), not a reason to die.
         signal(SIGPIPE, SIG_IGN)
         // Taken over first: a stop asked for while the daemon starts (a slow machine, a broker that
@@ -34,8 +40,8 @@ struct RunCommand {
         // default action's kill.
         let signals = SignalEvents([SIGTERM, SIGINT, SIGHUP])
         let context = ConfigContext.process(stateOverride: stateOverride)
-        guard let config = Commands.loadConfig(configPath, context: context) else { return Commands.configError }
-        let zone = Commands.zone(of: config)
+        guard let config = DaemonConfig.loadReporting(configPath, context: context) else { return ExitStatus.config.rawValue }
+        let zone = config.zone
         let store = StateStore(path: context.statePath(configured: config.stateFile))
         // One owner per state, for as long as this process runs; a dry run only reads it.
         var lock: StateLock?
@@ -45,7 +51,7 @@ struct RunCommand {
             do { lock = try StateLock(statePath: store.path) } catch {
                 if case .held = error {
                     log.log(.error, "\(error)")
-                    return Self.stateInUse
+                    return ExitStatus.stateInUse.rawValue
                 }
                 log.log(.warning, "\(error); the state cannot be written either")
             }
@@ -56,14 +62,14 @@ struct RunCommand {
             client = try MQTTClient(options: config.mqtt.options(dryRun: dryRun), subscriptions: topics(of: config), qos: 1)
         } catch {
             log.log(.error, "cannot start the MQTT client: \(error)")
-            return Commands.configError
+            return ExitStatus.config.rawValue
         }
         let sinks: [any Sink]
         do {
             sinks = try SinkSelection.make(config: config, dryRun: dryRun, summary: summary, zone: zone, client: client, log: log)
         } catch {
             log.log(.error, "cannot start delivering: \(error)")
-            return Commands.configError
+            return ExitStatus.config.rawValue
         }
         let mqttSink = sinks.lazy.compactMap { $0 as? MQTTSink }.first
         let engine: FlowEngine
@@ -73,7 +79,7 @@ struct RunCommand {
                 log: log)
         } catch {
             log.log(.error, "\(error)")
-            return Commands.configError
+            return ExitStatus.config.rawValue
         }
         let bridge = Bridge(engine: engine, config: config, zone: zone, sinks: sinks, store: dryRun ? nil : store, log: log)
         let broker = "\(config.mqtt.host):\(config.mqtt.port)"
@@ -83,7 +89,7 @@ struct RunCommand {
         if dryRun {
             log.log(.info, "dry run: nothing is delivered or published, and \(store.path) is only read")
         }
-        log.log(.info, "flowbridge \(Commands.version) started: \(config.flow.sources.count) sources, broker \(broker), day in \(zone.identifier), state \(store.path)")
+        log.log(.info, "flowbridge \(Flowbridge.version) started: \(config.flow.sources.count) sources, broker \(broker), day in \(zone.identifier), state \(store.path)")
         // Configured and state loaded: ready, whether or not the broker answers yet. Said before
         // the client starts, whose events update the status from its own thread.
         status.ready()
@@ -113,7 +119,7 @@ struct RunCommand {
             }
         } catch {
             log.log(.error, "cannot start the MQTT client: \(error)")
-            return Commands.configError
+            return ExitStatus.config.rawValue
         }
 
         await withTaskGroup(of: Void.self) { group in
@@ -165,14 +171,14 @@ struct RunCommand {
         }
         guard bridge.flush(at: Date()) else {
             log.log(.error, "stopped; the state could not be written to \(store.path) (see above): the day since the last save is lost")
-            return Self.stateNotSaved
+            return ExitStatus.cannotCreate.rawValue
         }
         log.log(.info, "stopped; state written to \(store.path)")
         return 0
     }
 
     /// Every source's topic filter, once.
-    static func subscriptions(of config: DaemonConfig) -> [String] {
+    package static func subscriptions(of config: DaemonConfig) -> [String] {
         var seen: Set<String> = []
         return config.flow.sources.map(\.topic.description).filter { seen.insert($0).inserted }
     }
@@ -189,7 +195,7 @@ struct RunCommand {
     /// Victron keepalives; a broken one changes nothing. The broker connection, the state file
     /// and the time zone stay as started: the log names those that changed.
     func reload(_ bridge: Bridge, client: MQTTClient, mqttSink: MQTTSink?, context: ConfigContext) {
-        guard var fresh = Commands.loadConfig(configPath, context: context) else {
+        guard var fresh = DaemonConfig.loadReporting(configPath, context: context) else {
             log.log(.error, "reload: \(configPath) is broken (see above); the running config stays")
             return
         }
@@ -235,12 +241,12 @@ struct RunCommand {
 
 /// flowbridge's own messages on the broker (its status, Victron keepalives). A publish that fails
 /// is logged, once a minute per topic, never swallowed.
-final class OwnMessages: Sendable {
+package final class OwnMessages: Sendable {
     let client: MQTTClient
     let log: Logger
     private let throttle = Mutex(LogThrottle())
 
-    init(client: MQTTClient, log: Logger) {
+    package init(client: MQTTClient, log: Logger) {
         self.client = client
         self.log = log
     }
@@ -256,16 +262,16 @@ final class OwnMessages: Sendable {
 }
 
 /// Unix signals as an async sequence (Dispatch sources; the default actions are switched off).
-final class SignalEvents: @unchecked Sendable {
-    let stream: AsyncStream<Int32>
+package final class SignalEvents: @unchecked Sendable {
+    package let stream: AsyncStream<Int32>
     private let continuation: AsyncStream<Int32>.Continuation
     /// Kept alive for as long as signals are wanted; set once in init, never mutated (hence unchecked).
     private let sources: [DispatchSourceSignal]
 
     /// Ends the sequence (the daemon has stopped).
-    func finish() { continuation.finish() }
+    package func finish() { continuation.finish() }
 
-    init(_ numbers: [Int32]) {
+    package init(_ numbers: [Int32]) {
         let (stream, continuation) = AsyncStream<Int32>.makeStream()
         self.stream = stream
         self.continuation = continuation
