@@ -100,13 +100,13 @@ public enum Commands {
     }
 
     /// Runs the command line; returns the exit status.
-    public static func main(_ words: [String]) async -> Int32 {
+    public static func main(_ words: [String]) async -> ExitStatus {
         let arguments: Arguments
         do {
             arguments = try parse(words)
         } catch {
             StandardError.print("flowbridge: \(error.message)\n\(usage)")
-            return ExitStatus.usage.rawValue
+            return .usage
         }
         switch arguments.command {
         case "run":
@@ -146,7 +146,7 @@ public enum Commands {
             return replay(arguments, trace: arguments.positional[0])
         case "render":
             guard arguments.positional.isEmpty, let out = arguments.out else { return usageFailure("render needs --out FILE.svg or DIR, and no other arguments") }
-            guard let config = DaemonConfig.loadReporting(arguments.config) else { return ExitStatus.config.rawValue }
+            guard let config = DaemonConfig.loadReporting(arguments.config) else { return .config }
             let state = ConfigContext.process(stateOverride: arguments.state).statePath(configured: config.stateFile)
             return RenderCommand(config: config, configPath: arguments.config, statePath: state, out: out, log: Logger(threshold: arguments.logLevel)).run()
         case "simulate":
@@ -160,31 +160,31 @@ public enum Commands {
             }
         case "help", "--help", "-h":
             print(usage)
-            return 0
+            return .success
         case "version", "--version":
             print("flowbridge \(Flowbridge.version)")
-            return 0
+            return .success
         default:
             return usageFailure("unknown command '\(arguments.command)'")
         }
     }
 
-    static func usageFailure(_ message: String) -> Int32 {
+    static func usageFailure(_ message: String) -> ExitStatus {
         StandardError.print("flowbridge: \(message)\n\(usage)")
-        return ExitStatus.usage.rawValue
+        return .usage
     }
 
     /// Checks the config as `run` would, in this environment: every problem `run` finds in it.
-    static func check(_ arguments: Arguments) -> Int32 {
+    static func check(_ arguments: Arguments) -> ExitStatus {
         let context = ConfigContext.process(stateOverride: arguments.state)
-        guard let config = DaemonConfig.loadReporting(arguments.config, context: context) else { return ExitStatus.config.rawValue }
+        guard let config = DaemonConfig.loadReporting(arguments.config, context: context) else { return .config }
         let summary = ConfigSummary(config: config, zone: config.zone, statePath: context.statePath(configured: config.stateFile))
         print(summary.text, terminator: "")
-        return 0
+        return .success
     }
 
-    static func replay(_ arguments: Arguments, trace: String) -> Int32 {
-        guard let config = DaemonConfig.loadReporting(arguments.config) else { return ExitStatus.config.rawValue }
+    static func replay(_ arguments: Arguments, trace: String) -> ExitStatus {
+        guard let config = DaemonConfig.loadReporting(arguments.config) else { return .config }
         let log = Logger(threshold: arguments.logLevel)
         let zone = config.zone
         var replay = Replay(config: config.flow, zone: zone)
@@ -192,7 +192,7 @@ public enum Commands {
         if let svg = arguments.svg {
             do { pictures = ReplayPictures(folder: try PictureFolder(path: svg), zone: zone) } catch {
                 StandardError.print("flowbridge: cannot create the picture folder: \(error)")
-                return ExitStatus.cannotCreate.rawValue
+                return .cannotCreate
             }
         }
         let store = arguments.state.map(StateStore.init(path:))
@@ -204,18 +204,18 @@ public enum Commands {
                 try replay.restore(from: store, configPath: arguments.config, log: log)
             } catch let error as StateLock.Failure {
                 StandardError.print("flowbridge: \(error)")
-                if case .held = error { return ExitStatus.stateInUse.rawValue }
-                return ExitStatus.cannotCreate.rawValue  // the state could not be written either
+                if case .held = error { return .stateInUse }
+                return .cannotCreate  // the state could not be written either
             } catch {
                 StandardError.print("flowbridge: \(error)")
-                return ExitStatus.config.rawValue
+                return .config
             }
         }
         defer { withExtendedLifetime(lock) {} }
         let fd: Int32 = trace == "-" ? 0 : open(trace, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             StandardError.print("flowbridge: \(FileError(trace))")
-            return ExitStatus.noInput.rawValue
+            return .noInput
         }
         defer { if fd != 0 { close(fd) } }
         var output = OutputBuffer()
@@ -240,14 +240,14 @@ public enum Commands {
         if let store {
             do { try store.save(replay.engine.snapshot()) } catch {
                 StandardError.print("flowbridge: cannot write the state: \(error)")
-                return ExitStatus.cannotCreate.rawValue
+                return .cannotCreate
             }
         }
         do { _ = try pictures?.write(widgets: config.flow.widgetNames, through: replay.engine.clock) } catch {
             StandardError.print("flowbridge: cannot write the pictures: \(error)")
-            return ExitStatus.cannotCreate.rawValue
+            return .cannotCreate
         }
-        return 0
+        return .success
     }
 }
 

@@ -25,13 +25,11 @@ struct DiscoverCommand {
     let out: String?
     let log: Logger
 
-    /// Nothing was recognized: no config written.
-    static let nothingFound: Int32 = 1
 
-    func run() async -> Int32 {
+    func run() async -> ExitStatus {
         if let out, FileIO.exists(out) {
             StandardError.print("flowbridge: \(out) exists; discover writes a new file (give another --out, or move it away)")
-            return ExitStatus.cannotCreate.rawValue
+            return .cannotCreate
         }
         let options = MQTTOptions(
             host: broker.host, port: broker.port, clientID: "flowbridge-discover-\(getpid())", username: broker.username, password: password)
@@ -40,7 +38,7 @@ struct DiscoverCommand {
             client = try MQTTClient(options: options, subscriptions: ["#"], qos: 0)
         } catch {
             StandardError.print("flowbridge: \(error)")
-            return ExitStatus.usage.rawValue
+            return .usage
         }
         let address = "\(broker.host):\(broker.port)"
         log.log(.info, "listening \(JSONValue.format(seconds)) s to everything on \(address)")
@@ -68,7 +66,7 @@ struct DiscoverCommand {
         let catalog = discovery.withLock { $0.catalog }
         guard outcome.connected else {
             StandardError.print("flowbridge: never connected to \(address)\(outcome.lastProblem.map { ": \($0)" } ?? "")")
-            return ExitStatus.unavailable.rawValue
+            return .unavailable
         }
         let plan = discovery.withLock { $0.plan }
         let overflow = catalog.overflowTopics > 0
@@ -88,7 +86,7 @@ struct DiscoverCommand {
                 lines += plan.unplaced.prefix(20).map { "  \($0)" }
             }
             StandardError.print(lines.joined(separator: "\n"))
-            return Self.nothingFound
+            return .failure
         }
         let text = plan.configText(broker: broker, heard: Heard(messages: catalog.messages, topics: catalog.records.count, seconds: seconds))
         let summary = [
@@ -100,14 +98,14 @@ struct DiscoverCommand {
         guard let out else {
             print(text, terminator: "")
             summary.forEach { log.log(.info, $0) }
-            return 0
+            return .success
         }
         do { try FileIO.writeAtomically(Array(text.utf8), to: out, permissions: 0o644) } catch {
             StandardError.print("flowbridge: cannot write \(out): \(error)")
-            return ExitStatus.cannotCreate.rawValue
+            return .cannotCreate
         }
         print((["wrote \(out) from \(heard)"] + summary + ["next: flowbridge check --config \(out) --listen 60s"]).joined(separator: "\n"))
-        return 0
+        return .success
     }
 
     /// `Solar ← solar/ac/power; Grid ← …`.

@@ -17,14 +17,10 @@ struct ListenCommand {
     let seconds: Double
     let log: Logger
 
-    /// A source never reported a value (or the broker was never reached).
-    static let silentSource: Int32 = 1
-    /// Every source reported, and a sign looks wrong.
-    static let wrongSign: Int32 = 2
 
-    func run() async -> Int32 {
+    func run() async -> ExitStatus {
         let context = ConfigContext.process(stateOverride: stateOverride)
-        guard let config = DaemonConfig.loadReporting(configPath, context: context) else { return ExitStatus.config.rawValue }
+        guard let config = DaemonConfig.loadReporting(configPath, context: context) else { return .config }
         let zone = config.zone
         let broker = "\(config.mqtt.host):\(config.mqtt.port)"
         let client: MQTTClient
@@ -32,7 +28,7 @@ struct ListenCommand {
             client = try MQTTClient(options: config.mqtt.options(dryRun: true), subscriptions: Daemon.subscriptions(of: config), qos: 1)
         } catch {
             log.log(.error, "cannot start the MQTT client: \(error)")
-            return ExitStatus.config.rawValue
+            return .config
         }
         print("config OK: \(ConfigSummary.counts(config)); listening \(JSONValue.format(seconds)) s to \(broker)")
         let report = Mutex(ListenReport(config: config, zone: zone))
@@ -53,8 +49,8 @@ struct ListenCommand {
             })
         return report.withLock { report in
             print(report.text(broker: broker, seconds: seconds, connection: outcome, at: Date()), terminator: "")
-            if !outcome.connected || !report.silentSources.isEmpty { return Self.silentSource }
-            return report.wrongSigns.isEmpty ? 0 : Self.wrongSign
+            if !outcome.connected || !report.silentSources.isEmpty { return .failure }
+            return report.wrongSigns.isEmpty ? .success : .wrongSign
         }
     }
 }

@@ -89,7 +89,7 @@ struct RenderCommand {
     let out: String
     let log: Logger
 
-    func run() -> Int32 {
+    func run() -> ExitStatus {
         let widgets = config.flow.widgetNames
         let toFile = out.hasSuffix(".svg")
         if toFile, widgets.count > 1 {
@@ -101,24 +101,24 @@ struct RenderCommand {
             state = saved
         case .none:
             StandardError.print("flowbridge: cannot read the state: there is no state file at \(statePath)")
-            return ExitStatus.noInput.rawValue
+            return .noInput
         case .damaged(let reason):
             StandardError.print("flowbridge: state file \(statePath) cannot be used: \(reason)")
-            return ExitStatus.dataError.rawValue
+            return .dataError
         case .unusable(let problem):
             StandardError.print("flowbridge: \(problem)")
-            return ExitStatus.dataError.rawValue
+            return .dataError
         }
         var engine = FlowEngine(config: config.flow, zone: config.zone)
         do {
             try engine.restore(state).forEach(log.log)
         } catch {
             StandardError.print("flowbridge: \(statePath) cannot be used: \(error)")
-            return ExitStatus.dataError.rawValue
+            return .dataError
         }
         guard let at = engine.latestKnownTime else {
             StandardError.print("flowbridge: \(statePath) holds no reading yet: nothing to draw")
-            return ExitStatus.dataError.rawValue
+            return .dataError
         }
         let documents = engine.currentDocuments(at: at)
         var drawn = 0
@@ -140,8 +140,8 @@ struct RenderCommand {
             }
         } catch {
             StandardError.print("flowbridge: cannot write the picture: \(error)")
-            return ExitStatus.cannotCreate.rawValue
+            return .cannotCreate
         }
-        return drawn > 0 ? 0 : ExitStatus.dataError.rawValue
+        return drawn > 0 ? .success : .dataError
     }
 }

@@ -60,7 +60,7 @@ struct SimulateCommand {
         }
     }
 
-    func run() async -> Int32 {
+    func run() async -> ExitStatus {
         let zone = SystemTimeZone.system
         let now = Date()
         switch options.output {
@@ -70,12 +70,12 @@ struct SimulateCommand {
     }
 
     /// The whole simulated day as trace lines, from its local midnight to the next.
-    func writeTrace(to path: String, zone: any LocalTimeZone, now: Date) -> Int32 {
+    func writeTrace(to path: String, zone: any LocalTimeZone, now: Date) -> ExitStatus {
         var simulation = Simulation(seed: options.seed, date: options.date ?? zone.localDate(at: now), speed: options.speed, zone: zone)
         let fd = path == "-" ? 1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             StandardError.print("flowbridge: \(FileError(path))")
-            return ExitStatus.cannotCreate.rawValue
+            return .cannotCreate
         }
         defer { if fd != 1 { close(fd) } }
         let end = simulation.firstDay.end
@@ -97,17 +97,17 @@ struct SimulateCommand {
                 count += 1
             }
             last = cycle.state
-            if bytes.count >= 65_536, !flush() { return ExitStatus.ioError.rawValue }
+            if bytes.count >= 65_536, !flush() { return .ioError }
         }
-        guard flush() else { return ExitStatus.ioError.rawValue }
+        guard flush() else { return .ioError }
         if let last {
             log.log(.info, "\(simulation.firstDay.date) (seed \(options.seed)): \(count) messages; the panels made \(JSONValue.format((last.yieldTodayWh / 100).rounded() / 10)) kWh, the battery ended at \(Int(last.socPercent.rounded())) %")
         }
-        return 0
+        return .success
     }
 
     /// Publishes until SIGTERM or SIGINT, then disconnects and exits 0.
-    func publish(host: String, port: Int, zone: any LocalTimeZone, now: Date) async -> Int32 {
+    func publish(host: String, port: Int, zone: any LocalTimeZone, now: Date) async -> ExitStatus {
         signal(SIGPIPE, SIG_IGN)
         // Before anything can take long: a signal from now on stops cleanly.
         let signals = SignalEvents([SIGTERM, SIGINT])
@@ -121,7 +121,7 @@ struct SimulateCommand {
             try client.start()
         } catch {
             log.log(.error, "cannot start the MQTT client: \(error)")
-            return ExitStatus.unavailable.rawValue
+            return .unavailable
         }
         let minutes = Int(secondsIntoDay) / 60
         let profile = simulation.home.profile
@@ -139,6 +139,6 @@ struct SimulateCommand {
         try? await Task.sleep(for: .milliseconds(200))
         client.stop()
         signals.finish()
-        return 0
+        return .success
     }
 }

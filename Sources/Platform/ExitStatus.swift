@@ -3,9 +3,10 @@
 /// script can tell a wrong command line from a broken config from a broker it cannot reach.
 public enum ExitStatus: Int32, Sendable, Equatable {
     case success = 0
-    /// A look found nothing to go on: `check --listen` heard nothing from a source (or never
-    /// reached the broker), `discover` recognized no device; also a second stop signal.
-    case nothingHeard = 1
+    /// What a command looked for is not there: `check --listen` heard nothing from a source (or
+    /// never reached the broker), `discover` recognized no device. Also `run` stopped at once by a
+    /// second stop signal.
+    case failure = 1
     /// `check --listen`: every source reported, and a sign looks wrong.
     case wrongSign = 2
     /// EX_USAGE: the command line is wrong.

@@ -32,7 +32,7 @@ package struct Daemon {
         self.log = log
     }
 
-    package func run() async -> Int32 {
+    package func run() async -> ExitStatus {
         // A reader of standard output that goes away is reported (StdoutSink), not a reason to die.
         signal(SIGPIPE, SIG_IGN)
         // Taken over first: a stop asked for while the daemon starts (a slow machine, a broker that
@@ -40,7 +40,7 @@ package struct Daemon {
         // default action's kill.
         let signals = SignalEvents([SIGTERM, SIGINT, SIGHUP])
         let context = ConfigContext.process(stateOverride: stateOverride)
-        guard let config = DaemonConfig.loadReporting(configPath, context: context) else { return ExitStatus.config.rawValue }
+        guard let config = DaemonConfig.loadReporting(configPath, context: context) else { return .config }
         let zone = config.zone
         let store = StateStore(path: context.statePath(configured: config.stateFile))
         // One owner per state, for as long as this process runs; a dry run only reads it.
@@ -51,7 +51,7 @@ package struct Daemon {
             do { lock = try StateLock(statePath: store.path) } catch {
                 if case .held = error {
                     log.log(.error, "\(error)")
-                    return ExitStatus.stateInUse.rawValue
+                    return .stateInUse
                 }
                 log.log(.warning, "\(error); the state cannot be written either")
             }
@@ -62,14 +62,14 @@ package struct Daemon {
             client = try MQTTClient(options: config.mqtt.options(dryRun: dryRun), subscriptions: topics(of: config), qos: 1)
         } catch {
             log.log(.error, "cannot start the MQTT client: \(error)")
-            return ExitStatus.config.rawValue
+            return .config
         }
         let sinks: [any Sink]
         do {
             sinks = try SinkSelection.make(config: config, dryRun: dryRun, summary: summary, zone: zone, client: client, log: log)
         } catch {
             log.log(.error, "cannot start delivering: \(error)")
-            return ExitStatus.config.rawValue
+            return .config
         }
         let mqttSink = sinks.lazy.compactMap { $0 as? MQTTSink }.first
         let engine: FlowEngine
@@ -79,7 +79,7 @@ package struct Daemon {
                 log: log)
         } catch {
             log.log(.error, "\(error)")
-            return ExitStatus.config.rawValue
+            return .config
         }
         let bridge = Bridge(engine: engine, config: config, zone: zone, sinks: sinks, store: dryRun ? nil : store, log: log)
         let broker = "\(config.mqtt.host):\(config.mqtt.port)"
@@ -119,7 +119,7 @@ package struct Daemon {
             }
         } catch {
             log.log(.error, "cannot start the MQTT client: \(error)")
-            return ExitStatus.config.rawValue
+            return .config
         }
 
         await withTaskGroup(of: Void.self) { group in
@@ -147,7 +147,7 @@ package struct Daemon {
                 }
                 if stopping {
                     log.log(.warning, "second signal \(signal): exiting at once")
-                    exit(1)
+                    exit(ExitStatus.failure.rawValue)
                 }
                 stopping = true
                 log.log(.info, "signal \(signal): stopping")
@@ -167,14 +167,14 @@ package struct Daemon {
         }
         if dryRun {
             log.log(.info, "stopped (dry run: nothing delivered, no state written)")
-            return 0
+            return .success
         }
         guard bridge.flush(at: Date()) else {
             log.log(.error, "stopped; the state could not be written to \(store.path) (see above): the day since the last save is lost")
-            return ExitStatus.cannotCreate.rawValue
+            return .cannotCreate
         }
         log.log(.info, "stopped; state written to \(store.path)")
-        return 0
+        return .success
     }
 
     /// Every source's topic filter, once.

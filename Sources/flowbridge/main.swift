@@ -1,4 +1,4 @@
 import Commands
 import Glibc
 
-exit(await Commands.main(Array(CommandLine.arguments.dropFirst())))
+exit(await Commands.main(Array(CommandLine.arguments.dropFirst())).rawValue)
