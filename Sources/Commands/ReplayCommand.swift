@@ -17,7 +17,7 @@ struct ReplayCommand: Command {
         "read the day from this state file before the first message, and save it there after the last, taking its lock (not while the daemon runs on it); without it, no state is read or written")
     static let svg = Option<String?>("--svg", placeholder: "DIR", help: "also draw each widget and its day chart into DIR")
     static let operand: Operand? = Operand(
-        synopsis: "TRACE", help: "the recorded messages, one {\"t\": …, \"topic\": …, \"payload\": …} object a line; - for standard input")
+        synopsis: "TRACE", help: "the recorded messages, a file with one {\"t\", \"topic\", \"payload\"} object a line, or - for standard input")
     static var options: [any OptionDeclaration] { [SharedOptions.config, final, state, svg, SharedOptions.logLevel] }
 
     let configPath: String
