@@ -13,8 +13,20 @@ import Synchronization
 /// on the broker (`#`), recognizes the devices it knows, and writes a config with their topics,
 /// paths, units and signs, each explained, and what it could not place listed. A Victron portal
 /// is asked to publish (`R/<portal>/keepalive`) as soon as one of its topics shows it.
-struct DiscoverCommand {
-    static let defaultSeconds = 60.0
+struct DiscoverCommand: Command {
+    static let name = "discover"
+    static let abstract = "Listens to everything on a broker, recognizes the devices it knows, and writes a config for them: their topics, paths, units and signs, each explained, and what it could not place listed."
+
+    static let broker = Option<String>.required("--broker", placeholder: "HOST[:PORT]", help: "the broker to listen to (port 1883 unless given)")
+    static let username = Option<String?>("--username", placeholder: "NAME", help: "the broker login's user name")
+    static let passwordEnv = Option<String?>(
+        "--password-env", placeholder: "VAR",
+        help: "with --username: the broker login's password is read from the environment variable VAR, and the config written refers to it")
+    static let listen = Option<Double>(
+        "--listen", placeholder: "DURATION", help: "how long to listen (1s to 24h)", default: 60, shownDefault: "60s"
+    ) { text throws(UsageError) in try SharedOptions.listenSeconds(text) }
+    static let out = Option<String?>("--out", alias: "-o", placeholder: "FILE", help: "the config to write, a new file (default: standard output)")
+    static var options: [any OptionDeclaration] { [broker, username, passwordEnv, listen, out, SharedOptions.logLevel] }
 
     /// Where to listen, and what the config written says of it.
     let broker: BrokerSettings
@@ -25,6 +37,25 @@ struct DiscoverCommand {
     let out: String?
     let log: Logger
 
+    init(parsing arguments: Arguments) throws(UsageError) {
+        let text = try arguments.value(Self.broker)
+        guard let address = BrokerAddress(text) else { throw UsageError("--broker: '\(text)' is not HOST or HOST:PORT") }
+        let username = try arguments.value(Self.username)
+        let passwordEnv = try arguments.value(Self.passwordEnv)
+        if passwordEnv != nil, username == nil { throw UsageError("--password-env needs --username") }
+        if let passwordEnv {
+            guard let value = ProcessInfo.processInfo.environment[passwordEnv] else {
+                throw UsageError("--password-env: the environment variable \(passwordEnv) is not set")
+            }
+            password = value
+        } else {
+            password = nil
+        }
+        broker = BrokerSettings(host: address.host, port: address.port, username: username, passwordEnv: passwordEnv)
+        seconds = try arguments.value(Self.listen)
+        out = try arguments.value(Self.out)
+        log = try arguments.log()
+    }
 
     func run() async -> ExitStatus {
         if let out, FileIO.exists(out) {

@@ -11,9 +11,54 @@ import Simulator
 
 /// `flowbridge simulate`: a plausible home (solar, grid meter, battery) publishing in its devices'
 /// own formats, live to a broker in accelerated time, or as a replay trace of one whole day.
-struct SimulateCommand {
+struct SimulateCommand: Command {
+    static let name = "simulate"
+    static let abstract = "A plausible home (an OpenDTU, a Shelly Pro 3EM grid meter and a battery behind evcc), each device publishing exactly what the real one does: live to a broker in accelerated time until SIGTERM or SIGINT, or one whole day as replay trace lines."
+
+    static let broker = Option<BrokerAddress?>(
+        "--broker", placeholder: "HOST:PORT", help: "publish live to this broker", default: nil
+    ) { text throws(UsageError) in
+        guard let address = BrokerAddress(text) else { throw UsageError("--broker must be HOST:PORT (port 1…65535), not '\(text)'") }
+        return address
+    }
+    static let trace = Option<String?>(
+        "--trace", placeholder: "FILE", help: "write the whole day, midnight to midnight, as trace lines instead (- for standard output)")
+    static let speed = Option<Double>(
+        "--speed", placeholder: "N",
+        help: "simulated seconds per real second (720: a day in two minutes); with --trace, one cycle every N simulated seconds",
+        default: 1, shownDefault: "1"
+    ) { text throws(UsageError) in
+        guard let speed = Double(text), speed > 0, speed <= Simulation.maximumSpeed else {
+            throw UsageError("--speed must be simulated seconds per real second, more than 0 and at most \(Int(Simulation.maximumSpeed)), not '\(text)'")
+        }
+        return speed
+    }
+    static let date = Option<CivilDate?>(
+        "--date", placeholder: "YYYY-MM-DD", help: "the day to simulate (default: today, from the current time of day)", default: nil
+    ) { text throws(UsageError) in
+        guard let date = CivilDate(text) else { throw UsageError("--date must be a date YYYY-MM-DD, not '\(text)'") }
+        return date
+    }
+    static let seed = Option<UInt64>(
+        "--seed", placeholder: "N", help: "the weather and the household's habits: the same seed and date give the same messages", default: 1,
+        shownDefault: "1"
+    ) { text throws(UsageError) in
+        guard let seed = UInt64(text) else { throw UsageError("--seed must be a whole number from 0 to \(UInt64.max), not '\(text)'") }
+        return seed
+    }
+    static var options: [any OptionDeclaration] { [broker, trace, speed, date, seed, SharedOptions.logLevel] }
+    static var synopsis: String {
+        let rest: [any OptionDeclaration] = [speed, date, seed, SharedOptions.logLevel]
+        return "\(broker.spec.word) | \(trace.spec.word)|-  " + rest.map(\.spec.synopsis).joined(separator: " ")
+    }
+
     let options: Options
     let log: Logger
+
+    init(parsing arguments: Arguments) throws(UsageError) {
+        options = try Options(parsing: arguments)
+        log = try arguments.log()
+    }
 
     /// The command line, checked.
     struct Options {
@@ -25,38 +70,25 @@ struct SimulateCommand {
 
         var output: Output
         /// Simulated seconds per real second.
-        var speed = 1.0
+        var speed: Double
         /// nil: today, in the system's zone.
         var date: CivilDate?
-        var seed: UInt64 = 1
+        var seed: UInt64
 
-        init(_ values: [String: String]) throws(Commands.UsageError) {
-            func fail(_ message: String) -> Commands.UsageError { Commands.UsageError(message: message) }
-            switch (values["--broker"], values["--trace"]) {
-            case (let broker?, nil):
-                guard let address = BrokerAddress(broker) else { throw fail("--broker must be HOST:PORT (port 1…65535), not '\(broker)'") }
+        init(parsing arguments: Arguments) throws(UsageError) {
+            switch (try arguments.value(SimulateCommand.broker), try arguments.value(SimulateCommand.trace)) {
+            case (let address?, nil):
                 output = .broker(host: address.host, port: address.port)
             case (nil, let trace?):
                 output = .trace(trace)
             case (nil, nil):
-                throw fail("simulate needs --broker HOST:PORT, or --trace FILE (- for standard output)")
+                throw UsageError("simulate needs --broker HOST:PORT, or --trace FILE (- for standard output)")
             case (_?, _?):
-                throw fail("simulate publishes to --broker or writes --trace, not both")
+                throw UsageError("simulate publishes to --broker or writes --trace, not both")
             }
-            if let text = values["--speed"] {
-                guard let speed = Double(text), speed > 0, speed <= Simulation.maximumSpeed else {
-                    throw fail("--speed must be simulated seconds per real second, more than 0 and at most \(Int(Simulation.maximumSpeed)), not '\(text)'")
-                }
-                self.speed = speed
-            }
-            if let text = values["--date"] {
-                guard let date = CivilDate(text) else { throw fail("--date must be a date YYYY-MM-DD, not '\(text)'") }
-                self.date = date
-            }
-            if let text = values["--seed"] {
-                guard let seed = UInt64(text) else { throw fail("--seed must be a whole number from 0 to \(UInt64.max), not '\(text)'") }
-                self.seed = seed
-            }
+            speed = try arguments.value(SimulateCommand.speed)
+            date = try arguments.value(SimulateCommand.date)
+            seed = try arguments.value(SimulateCommand.seed)
         }
     }
 

@@ -11,7 +11,7 @@ import Synchronization
 /// broker watched for a while with the daemon's own connection (its MQTT settings, credentials and
 /// Victron keepalives; a client ID of its own and no last will, so the service is not disturbed),
 /// and a report of every source and of the signs.
-struct ListenCommand {
+struct ListenCheck {
     let configPath: String
     let stateOverride: String?
     let seconds: Double

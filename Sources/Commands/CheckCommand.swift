@@ -1,0 +1,40 @@
+import Configuration
+import Platform
+
+/// `flowbridge check`: the config checked as `run` would, in this environment, and what it
+/// resolves to; with `--listen`, then the broker watched and the signs checked (`ListenCheck`).
+struct CheckCommand: Command {
+    static let name = "check"
+    static let abstract = "Checks the config as run would, in this environment (every problem at once, each with its key path and line), and prints what it resolves to: which topic feeds which slot, with which sign, unit and total."
+
+    static let listen = Option<Double?>(
+        "--listen", placeholder: "DURATION",
+        help: "then watch every source this long (60s, 2m; 1s to 24h) with the daemon's own connection, and report what came and whether the signs look right (exit 1: a source never reported; 2: a sign looks wrong)",
+        default: nil
+    ) { text throws(UsageError) in try SharedOptions.listenSeconds(text) }
+    static var options: [any OptionDeclaration] { [SharedOptions.config, SharedOptions.state, listen, SharedOptions.logLevel] }
+
+    let configPath: String
+    let stateOverride: String?
+    /// `--listen`: seconds.
+    let listenSeconds: Double?
+    let log: Logger
+
+    init(parsing arguments: Arguments) throws(UsageError) {
+        configPath = try arguments.value(SharedOptions.config)
+        stateOverride = try arguments.value(SharedOptions.state)
+        listenSeconds = try arguments.value(Self.listen)
+        log = try arguments.log()
+    }
+
+    func run() async -> ExitStatus {
+        if let listenSeconds {
+            return await ListenCheck(configPath: configPath, stateOverride: stateOverride, seconds: listenSeconds, log: log).run()
+        }
+        let context = ConfigContext.process(stateOverride: stateOverride)
+        guard let config = DaemonConfig.loadReporting(configPath, context: context) else { return .config }
+        let summary = ConfigSummary(config: config, zone: config.zone, statePath: context.statePath(configured: config.stateFile))
+        print(summary.text, terminator: "")
+        return .success
+    }
+}

@@ -1,0 +1,32 @@
+import Delivery
+import FlowCore
+import Platform
+
+/// Buffered standard output: replay writes many short lines.
+struct OutputBuffer {
+    var bytes: [UInt8] = []
+
+    mutating func line(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+        bytes.append(0x0A)
+    }
+
+    /// The engine's outputs: pushes as NDJSON lines (the stdout sink's bytes), diagnostics to the log.
+    mutating func write(_ outputs: [FlowEngine.Output], zone: any LocalTimeZone, log: Logger) {
+        for output in outputs {
+            switch output {
+            case .push(let widget, let at, let push):
+                PushLine.write(widget: widget, at: at, patch: push.contentPatch, zone: zone, to: &bytes)
+                bytes.append(0x0A)
+                if bytes.count >= 65_536 { flush() }
+            case .diagnostic(let diagnostic):
+                log.log(diagnostic)
+            }
+        }
+    }
+
+    mutating func flush() {
+        _ = FileDescriptor.writeAll(bytes, to: 1)
+        bytes.removeAll(keepingCapacity: true)
+    }
+}

@@ -1,0 +1,108 @@
+import Configuration
+import Delivery
+import FlowCore
+import FoundationEssentials
+import Glibc
+import Persistence
+import Platform
+
+/// `flowbridge replay`: recorded messages through the engine with their own times as the clock
+/// (`Replay`), every push printed as the stdout sink prints it.
+struct ReplayCommand: Command {
+    static let name = "replay"
+    static let abstract = "Feeds recorded messages through the engine with the messages' own times as the clock, so the same trace always gives the same bytes, and prints one NDJSON line per push; a malformed trace line is reported with its number and skipped."
+
+    static let final = Flag("--final", help: "after the pushes, one {\"content\": …, \"widget\": …} line per widget: the document it would show")
+    static let state = SharedOptions.state.help(
+        "read the day from this state file before the first message, and save it there after the last, taking its lock (not while the daemon runs on it); without it, no state is read or written")
+    static let svg = Option<String?>("--svg", placeholder: "DIR", help: "also draw each widget and its day chart into DIR")
+    static let operand: Operand? = Operand(
+        synopsis: "TRACE", help: "the recorded messages, a file with one {\"t\", \"topic\", \"payload\"} object a line, or - for standard input")
+    static var options: [any OptionDeclaration] { [SharedOptions.config, final, state, svg, SharedOptions.logLevel] }
+
+    let configPath: String
+    let final: Bool
+    /// The state to continue and save; nil: none.
+    let stateFile: String?
+    /// The folder for pictures; nil: none drawn.
+    let svg: String?
+    /// A file, or `-` for standard input.
+    let trace: String
+    let log: Logger
+
+    init(parsing arguments: Arguments) throws(UsageError) {
+        guard arguments.operands.count == 1 else { throw UsageError("replay needs one TRACE (a file, or - for standard input)") }
+        trace = arguments.operands[0]
+        configPath = try arguments.value(SharedOptions.config)
+        final = arguments.isSet(Self.final)
+        stateFile = try arguments.value(Self.state)
+        svg = try arguments.value(Self.svg)
+        log = try arguments.log()
+    }
+
+    func run() -> ExitStatus {
+        guard let config = DaemonConfig.loadReporting(configPath) else { return .config }
+        let zone = config.zone
+        var replay = Replay(config: config.flow, zone: zone)
+        var pictures: ReplayPictures?
+        if let svg {
+            do { pictures = ReplayPictures(folder: try PictureFolder(path: svg), zone: zone) } catch {
+                StandardError.print("flowbridge: cannot create the picture folder: \(error)")
+                return .cannotCreate
+            }
+        }
+        let store = stateFile.map(StateStore.init(path:))
+        // The state has one owner at a time: a replay into the daemon's state waits for no one.
+        var lock: StateLock?
+        if let store {
+            do {
+                lock = try StateLock(statePath: store.path)
+                try replay.restore(from: store, configPath: configPath, log: log)
+            } catch let error as StateLock.Failure {
+                StandardError.print("flowbridge: \(error)")
+                if case .held = error { return .stateInUse }
+                return .cannotCreate  // the state could not be written either
+            } catch {
+                StandardError.print("flowbridge: \(error)")
+                return .config
+            }
+        }
+        defer { withExtendedLifetime(lock) {} }
+        let fd: Int32 = trace == "-" ? 0 : open(trace, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            StandardError.print("flowbridge: \(FileError(trace))")
+            return .noInput
+        }
+        defer { if fd != 0 { close(fd) } }
+        var output = OutputBuffer()
+        func emit(_ items: [FlowEngine.Output]) {
+            output.write(items, zone: zone, log: log)
+            pictures?.take(items)
+        }
+        var number = 0
+        for line in LineReader(fd: fd) {
+            number += 1
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+            do {
+                let outputs = replay.feed(try TraceMessage(line: line))
+                emit(outputs)
+            } catch {
+                log.log(.warning, "\(trace == "-" ? "stdin" : trace) line \(number): \(error.reason); skipped")
+            }
+        }
+        emit(replay.finish())
+        if final { replay.finalLines().forEach { output.line($0) } }
+        output.flush()
+        if let store {
+            do { try store.save(replay.engine.snapshot()) } catch {
+                StandardError.print("flowbridge: cannot write the state: \(error)")
+                return .cannotCreate
+            }
+        }
+        do { _ = try pictures?.write(widgets: config.flow.widgetNames, through: replay.engine.clock) } catch {
+            StandardError.print("flowbridge: cannot write the pictures: \(error)")
+            return .cannotCreate
+        }
+        return .success
+    }
+}

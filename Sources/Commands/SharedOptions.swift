@@ -1,0 +1,35 @@
+import Configuration
+import Platform
+
+/// The options several commands take, declared once: a command lists the ones it takes in its
+/// `options`, and each reads the same way wherever it is given.
+enum SharedOptions {
+    static let config = Option<String>(
+        "--config", alias: "-c", placeholder: "FILE", help: "the config", default: "/etc/flowbridge/config.yaml",
+        shownDefault: "/etc/flowbridge/config.yaml"
+    ) { $0 }
+
+    static let state = Option<String?>(
+        "--state", placeholder: "FILE",
+        help: "the state file to use instead of state_file or the default place ($STATE_DIRECTORY, /var/lib/flowbridge, or ~/.local/state/flowbridge)")
+
+    static let logLevel = Option<Logger.Level>(
+        "--log-level", placeholder: "LEVEL", help: "what goes to the log: debug, info, warning or error", default: .info, shownDefault: "info"
+    ) { text throws(UsageError) in
+        guard let level = Logger.Level(word: text) else { throw UsageError("unknown log level '\(text)'") }
+        return level
+    }
+
+    /// `--listen DURATION` (`check` and `discover`): from 1 s to 24 h, as `60s` or `2m`.
+    static func listenSeconds(_ text: String) throws(UsageError) -> Double {
+        guard let seconds = ConfigReader.seconds(text), seconds >= 1, seconds <= 86_400 else {
+            throw UsageError("--listen needs a duration from 1s to 24h, such as 60s or 2m, found '\(text)'")
+        }
+        return seconds
+    }
+}
+
+extension Arguments {
+    /// The log at the `--log-level` given.
+    func log() throws(UsageError) -> Logger { Logger(threshold: try value(SharedOptions.logLevel)) }
+}
