@@ -1,6 +1,30 @@
 import Configuration
-import Persistence
+import FoundationEssentials
+import Mosquitto
 import Platform
+import Synchronization
+
+/// flowbridge's own messages on the broker (its status, Victron keepalives). A publish that fails
+/// is logged, once a minute per topic, never swallowed.
+package final class OwnMessages: Sendable {
+    let client: MQTTClient
+    let log: Logger
+    private let throttle = Mutex(LogThrottle())
+
+    package init(client: MQTTClient, log: Logger) {
+        self.client = client
+        self.log = log
+    }
+
+    func publish(topic: String, payload: String = "", qos: Int = 0, retain: Bool = false) {
+        do {
+            try client.publish(topic: topic, payload: Array(payload.utf8), qos: qos, retain: retain)
+            throttle.withLock { $0.clear(topic) }
+        } catch {
+            if throttle.withLock({ $0.allows(topic, at: Date()) }) { log.log(.warning, "\(error)") }
+        }
+    }
+}
 
 /// Victron Venus OS publishes only while asked (`R/<portal>/keepalive`), and every command that
 /// listens to one asks the same way: at once on every connect, then on each keepalive's interval.
