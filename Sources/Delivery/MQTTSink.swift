@@ -48,6 +48,13 @@ public final class MQTTSink: Sink {
             })
     }
 
+    public var destination: String {
+        "mqtt (\(settings.prefix)/<widget>/content\(settings.homeAssistant == nil ? "" : ", Home Assistant discovery"))"
+    }
+
+    /// Home Assistant's status, with `home_assistant`.
+    public var subscriptions: [String] { settings.subscriptions }
+
     public func take(_ push: WidgetPush) { outbox.offer(push) }
 
     /// The broker connection is (again) up: stale retained topics go, the discovery configs and
@@ -61,9 +68,9 @@ public final class MQTTSink: Sink {
         }
     }
 
-    /// Takes a message the daemon's connection received on one of `settings.subscriptions`
-    /// (Home Assistant's status); false for any other topic, which is the engine's. A retained
-    /// `online` is the one the broker keeps, not a start: the connect has announced already.
+    /// Takes a message the daemon's connection received on one of `subscriptions` (Home
+    /// Assistant's status); false for any other topic, which is the engine's. A retained `online`
+    /// is the one the broker keeps, not a start: the connect has announced already.
     public func receive(topic: String, payload: [UInt8], retained: Bool) -> Bool {
         guard let homeAssistant = settings.homeAssistant, topic == homeAssistant.statusTopic else { return false }
         guard !retained, payload.elementsEqual("online".utf8) else { return true }

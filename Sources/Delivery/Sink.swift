@@ -7,9 +7,15 @@ import FoundationEssentials
 /// block: a sink queues the push (boundedly, see `Outbox`) and delivers on its own thread. A sink
 /// that cannot keep up coalesces; a sink that fails says so in the log; neither stops ingestion,
 /// ticks, state saves or signal handling, nor another sink.
+///
+/// A sink that needs more of the daemon says so here, and the daemon gives it that: the topics it
+/// listens to on the broker connection, the connects, the reloads. Each has a default that needs
+/// nothing.
 public protocol Sink: AnyObject, Sendable {
     /// For log lines and the state file: `stdout`, `push:power`, `mqtt`.
     var name: String { get }
+    /// Where its pushes go, for the log at the start: `push:power (https://…/content)`.
+    var destination: String { get }
     /// Takes a push. Never blocks.
     func take(_ push: WidgetPush)
     /// Delivers what is still queued, giving up after `timeout`; returns false when something
@@ -21,9 +27,25 @@ public protocol Sink: AnyObject, Sendable {
     var savedState: JSONValue? { get }
     /// Takes back what `savedState` gave, before the first push.
     func restore(_ saved: JSONValue)
+    /// Topic filters the sink listens to on the daemon's broker connection (Home Assistant's
+    /// status): the daemon subscribes to them and gives their messages to `receive`, never to the
+    /// engine.
+    var subscriptions: [String] { get }
+    /// A message on one of `subscriptions`; true when the sink took it as its own.
+    @discardableResult
+    func receive(topic: String, payload: [UInt8], retained: Bool) -> Bool
+    /// The daemon's broker connection is (again) up.
+    func connected()
+    /// The config was reloaded: `flow` holds its widgets and nodes.
+    func reconfigure(_ flow: FlowConfig)
 }
 
 extension Sink {
+    public var destination: String { name }
     public var savedState: JSONValue? { nil }
     public func restore(_ saved: JSONValue) {}
+    public var subscriptions: [String] { [] }
+    public func receive(topic: String, payload: [UInt8], retained: Bool) -> Bool { false }
+    public func connected() {}
+    public func reconfigure(_ flow: FlowConfig) {}
 }

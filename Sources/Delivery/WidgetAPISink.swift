@@ -16,6 +16,7 @@ public final class WidgetAPISink: Sink {
     public let name: String
     public let widget: String
     public let settings: WidgetAPISettings
+    public var destination: String { "\(name) (\(settings.displayURL))" }
 
     /// What the engine's threads and the delivery thread share.
     fileprivate struct Mailbox {

@@ -38,8 +38,8 @@ struct ServiceStatus: Equatable {
     }
 }
 
-/// Sends `STATUS=` to systemd whenever the status text changes (and nothing when it does not),
-/// from whichever task changed it.
+/// What the daemon tells systemd: ready, the watchdog's pings, the stop, and `STATUS=` whenever
+/// the status text changes (and nothing when it does not), from whichever task changed it.
 final class StatusReporter: Sendable {
     private let notifier: SystemdNotifier
     private let state: Mutex<(status: ServiceStatus, sent: String?)>
@@ -54,6 +54,14 @@ final class StatusReporter: Sendable {
     /// Ready means configured and running, not connected: a broker that is down at boot must not
     /// make the start time out. The status says what the connection is doing.
     func ready() { send(prefix: "READY=1\n", force: true) }
+
+    /// The watchdog's ping, when systemd asks for them (`WatchdogSec=`).
+    func watchdog() {
+        if notifier.watchdogInterval != nil { notifier.notify("WATCHDOG=1") }
+    }
+
+    /// The graceful stop has begun.
+    func stopping() { notifier.notify("STOPPING=1") }
 
     func update(_ change: (inout ServiceStatus) -> Void) {
         state.withLock { change(&$0.status) }

@@ -39,14 +39,7 @@ enum SinkSelection {
         if sinks.isEmpty {
             log.log(.warning, "no sink configured: \(DaemonConfig.noSinkWarning)")
         } else {
-            let names = sinks.map { sink in
-                switch sink {
-                case let api as WidgetAPISink: "\(api.name) (\(api.settings.displayURL))"
-                case let mqtt as MQTTSink: "mqtt (\(mqtt.settings.prefix)/<widget>/content\(mqtt.settings.homeAssistant == nil ? "" : ", Home Assistant discovery"))"
-                default: sink.name
-                }
-            }
-            log.log(.info, "pushes go to \(names.joined(separator: ", "))")
+            log.log(.info, "pushes go to \(sinks.map(\.destination).joined(separator: ", "))")
         }
         return sinks
     }

@@ -1,0 +1,109 @@
+import Configuration
+import Delivery
+import FlowCore
+import FoundationEssentials
+import Mosquitto
+import Platform
+import Synchronization
+
+/// The daemon's one broker connection, as a part: it subscribes to the sources' topics and to the
+/// ones the sinks listen to, gives each message to the sink that listens to its topic or else to
+/// the engine, and on every connect tells the log, the systemd status, the broker (`online`), the
+/// sinks, Venus OS (its keepalives) and the engine. Its stop publishes `offline` as the client's
+/// final message (a dry run publishes neither).
+///
+/// Events come in order on the client's network thread: the bridge never waits (sinks only
+/// queue), so each message is taken where it arrives, with no hop to another thread.
+final class BrokerConnection: Service {
+    let name = "mqtt connection"
+    let client: MQTTClient
+    /// `HOST:PORT`, for the log.
+    let address: String
+    let bridge: Bridge
+    let sinks: [any Sink]
+    /// Where `online` and `offline` go; nil in a dry run.
+    let statusTopic: String?
+    let status: StatusReporter
+    let messages: OwnMessages
+    let log: Logger
+    /// The topics the sinks listen to: their messages are the sink's, never a reading.
+    private let listeners: [(filter: TopicFilter, sink: any Sink)]
+    /// Cleared by `stopTakingMessages`: the first step of the stop.
+    private let taking = Atomic(true)
+
+    /// Takes over `client` (made before the sinks, which publish through it) and subscribes it to
+    /// the sinks' topics too. Throws for a topic filter of a sink that is not one.
+    init(
+        client: MQTTClient, address: String, bridge: Bridge, sinks: [any Sink], statusTopic: String?, status: StatusReporter, log: Logger
+    ) throws {
+        self.client = client
+        self.address = address
+        self.bridge = bridge
+        self.sinks = sinks
+        self.statusTopic = statusTopic
+        self.status = status
+        messages = OwnMessages(client: client, log: log)
+        self.log = log
+        listeners = try sinks.flatMap { sink in try sink.subscriptions.map { (try TopicFilter($0), sink) } }
+        try client.updateSubscriptions(topics(for: bridge.config))
+    }
+
+    /// What the connection subscribes to for `config`: every source's topic, then the sinks' own.
+    func topics(for config: DaemonConfig) -> [String] {
+        let sources = Daemon.subscriptions(of: config)
+        return sources + sinks.flatMap(\.subscriptions).filter { !sources.contains($0) }
+    }
+
+    /// Starts the client, whose events come to `handle` from now on; at the stop, `offline`.
+    func run() async throws {
+        do { try client.start { [self] event in handle(event) } } catch { throw RunFailure.mqttClient(error) }
+        try await gracefulShutdown()
+        client.stop(finalMessage: statusTopic.map { (topic: $0, payload: Array("offline".utf8), retain: true) })
+    }
+
+    /// The first step of the stop: messages that arrive after it are left alone, so the state
+    /// written at the stop is the one the sinks were given.
+    func stopTakingMessages() { taking.store(false, ordering: .relaxed) }
+
+    private func handle(_ event: MQTTEvent) {
+        switch event {
+        case .message(let message):
+            guard taking.load(ordering: .relaxed) else { return }
+            if let listener = listeners.first(where: { $0.filter.matches(message.topic) }) {
+                listener.sink.receive(topic: message.topic, payload: message.payload, retained: message.retained)
+            } else {
+                bridge.receive(message, at: Date())
+            }
+        case .connected:
+            log.log(.info, "connected to \(address), subscribed to \(client.subscriptions.count) topics")
+            status.update { $0.broker = .connected }
+            if let statusTopic { messages.publish(topic: statusTopic, payload: "online", qos: 1, retain: true) }
+            // What the broker may have lost meanwhile: the widgets' content, the discovery.
+            for sink in sinks { sink.connected() }
+            // Venus OS publishes nothing until asked: ask at once, not after an interval.
+            messages.sendKeepalives(bridge.config.keepalives)
+            // From the first subscription on, a source that never reports is said.
+            bridge.subscribed(at: Date())
+        case .disconnected(let reason):
+            log.log(.warning, "broker connection: \(reason); reconnecting")
+            status.update { $0.broker = .waiting(cause: client.lastError?.cause ?? reason) }
+        }
+    }
+
+    /// A reloaded config's topics: what went is unsubscribed, what came is subscribed, and the
+    /// log says which.
+    func resubscribe(for config: DaemonConfig) {
+        let old = client.subscriptions
+        let wanted = topics(for: config)
+        guard wanted != old else { return }
+        let change = [
+            wanted.filter { !old.contains($0) }.map { "+ \($0)" }, old.filter { !wanted.contains($0) }.map { "- \($0)" },
+        ].joined().joined(separator: ", ")
+        do {
+            try client.updateSubscriptions(wanted)
+            log.log(.info, "reload: topics \(change)")
+        } catch {
+            log.log(.warning, "reload: topics \(change): \(error)")
+        }
+    }
+}
