@@ -283,6 +283,8 @@ extension FlowNode {
 
 extension ProgressContent {
     static let earliestDate = Date(timeIntervalSince1970: 946_684_800)  // 2000-01-01T00:00:00Z
+    /// The spec's bound: a date no more than 366 days ahead.
+    static let latestDateSeconds = 366.0 * 86_400
 
     func validate(now: Date, into found: inout [ContentViolation]) {
         shared.validate(into: &found)

@@ -219,13 +219,3 @@ extension FlowEngine {
         }
     }
 }
-
-extension EnergyTotal {
-    /// Whether the total counts anything yet: an integral always, a counter once it has read.
-    var isCounting: Bool { direction != nil || counter?.last != nil }
-}
-
-extension ProgressContent {
-    /// The spec's bound: a date no more than 366 days ahead.
-    static let latestDateSeconds = 366.0 * 86_400
-}
