@@ -55,7 +55,7 @@ extension FlowEngine {
             let shown = policy.holding(PatchPolicy.quantize(measured.raw, step: policy.rateStep), shown: gauge.shownRateW)
             rate = shown
             let direction = policy.direction(ofRate: shown)
-            content.trend = direction > 0 ? "up" : direction < 0 ? "down" : "flat"
+            content.trend = direction > 0 ? .up : direction < 0 ? .down : .flat
             rows.append(StatRow(label: direction > 0 ? "Charging" : direction < 0 ? "Draining" : "Idle", value: JSONValue.format(abs(shown)), unit: "W"))
             if !measured.heldFor.isEmpty { silent.append((nodeName(node), heldSince(measured.heldFor, at: now))) }
         }

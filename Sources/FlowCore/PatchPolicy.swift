@@ -169,7 +169,7 @@ public struct PatchPolicy: Sendable {
     func isPrompt(_ new: WidgetContent, after old: WidgetContent) -> Bool {
         if case .flow(let new) = new, case .flow(let old) = old { return isPrompt(new, after: old) }
         if case .progress(let new) = new, case .progress(let old) = old {
-            let reversal = (new.trend == "up" && old.trend == "down") || (new.trend == "down" && old.trend == "up")
+            let reversal = (new.trend == .up && old.trend == .down) || (new.trend == .down && old.trend == .up)
             return reversal || (new.startDate == nil) != (old.startDate == nil)
         }
         return true  // the widget changed its template (a reloaded config)

@@ -63,7 +63,7 @@ public enum PushSummary {
     static func text(_ progress: ProgressContent, at: Date, zone: any LocalTimeZone) -> String {
         var head = [DisplayNumber.percent(ProgressPicture.fraction(of: progress, at: at))]
         if let label = progress.shared.label { head.insert(label, at: 0) }
-        if let arrow = progress.trend.flatMap({ trendArrows[$0] }) { head.append(arrow) }
+        if let trend = progress.trend { head.append(arrow(trend)) }
         if let end = progress.endDate.flatMap(RFC3339.parse), progress.startDate != nil {
             head.append("→ 100% at \(zone.clockText(at: end, today: at))")
         }
@@ -74,7 +74,14 @@ public enum PushSummary {
         return text
     }
 
-    static let trendArrows = ["up": "↑", "down": "↓", "flat": "→"]
+    /// The arrow the line shows a trend with.
+    static func arrow(_ trend: ProgressContent.Trend) -> String {
+        switch trend {
+        case .up: "↑"
+        case .down: "↓"
+        case .flat: "→"
+        }
+    }
 
     /// A rate's size for reading: in watts below 1 kW, in kW with one decimal above (`350 W`,
     /// `3.2 kW`); other units as the pictures print them.
