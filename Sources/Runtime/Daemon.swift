@@ -59,7 +59,7 @@ package struct Daemon {
         // The one broker connection: the sources' topics, flowbridge's status, the MQTT sink.
         let client: MQTTClient
         do {
-            client = try MQTTClient(options: config.mqtt.options(dryRun: dryRun), subscriptions: topics(of: config), qos: 1)
+            client = try MQTTClient(options: config.mqtt.options(dryRun: dryRun), subscriptions: topics(of: config), qos: .atLeastOnce)
         } catch {
             log.log(.error, "cannot start the MQTT client: \(error)")
             return .config
@@ -105,7 +105,7 @@ package struct Daemon {
                 case .connected:
                     log.log(.info, "connected to \(broker), subscribed to \(client.subscriptions.count) topics")
                     status.update { $0.broker = .connected }
-                    if !dryRun { messages.publish(topic: config.mqtt.statusTopic, payload: "online", qos: 1, retain: true) }
+                    if !dryRun { messages.publish(topic: config.mqtt.statusTopic, payload: "online", qos: .atLeastOnce, retain: true) }
                     // What the broker may have lost meanwhile: the widgets' content, the discovery.
                     mqttSink?.connected()
                     // Venus OS publishes nothing until asked: ask at once, not after an interval.
@@ -251,7 +251,7 @@ package final class OwnMessages: Sendable {
         self.log = log
     }
 
-    func publish(topic: String, payload: String = "", qos: Int = 0, retain: Bool = false) {
+    func publish(topic: String, payload: String = "", qos: QoS = .atMostOnce, retain: Bool = false) {
         do {
             try client.publish(topic: topic, payload: Array(payload.utf8), qos: qos, retain: retain)
             throttle.withLock { $0.clear(topic) }
