@@ -51,7 +51,7 @@ let package = Package(
         .testTarget(name: "DaemonTests", dependencies: ["Platform", "Persistence", "Configuration", "Runtime", "Commands", "Mosquitto", "Delivery", "Discovery", "FlowCore", "Rendering", "Simulator", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "Mosquitto", "TestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),
-        .testTarget(name: "RenderingTests", dependencies: ["Rendering", "FlowCore"]),
+        .testTarget(name: "RenderingTests", dependencies: ["Rendering", "FlowCore", "TestSupport"]),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "FlowCore", "Mosquitto", "TestSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "FlowCore"]),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzChecks"]),

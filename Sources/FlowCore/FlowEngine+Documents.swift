@@ -69,22 +69,22 @@ extension FlowEngine {
         return documents
     }
 
-    /// Each widget's document (flow and progress) computed at `now`, quantized per its policy, by
-    /// widget name. Widgets with nothing to show yet are left out, as they are never pushed. The
-    /// engine is not changed: the documents are computed on a copy, and its sign warnings are not
-    /// reported again.
-    public func currentDocuments(at now: Date) -> [String: WidgetContent] {
+    /// Each widget's document (flow and progress) computed at `now`, quantized per its policy, with
+    /// what of it is held, by widget name. Widgets with nothing to show yet are left out, as they
+    /// are never pushed. The engine is not changed: the documents are computed on a copy, and its
+    /// sign warnings are not reported again.
+    public func currentDocuments(at now: Date) -> [String: ShownDocument] {
         var engine = self
         var ignored: [Output] = []
-        var documents: [String: WidgetContent] = [:]
+        var documents: [String: ShownDocument] = [:]
         for position in engine.widgets.indices {
-            let flow = engine.content(of: position, at: now, into: &ignored)
+            let (flow, held) = engine.content(of: position, at: now, into: &ignored)
             if flow.inputs == nil, flow.output == nil, flow.storage == nil, flow.exchange == nil { continue }
-            documents[engine.widgets[position].config.name] = .flow(flow)
+            documents[engine.widgets[position].config.name] = ShownDocument(content: .flow(flow), held: HeldMark(nodes: held))
         }
         for position in engine.gauges.indices {
             guard let gauge = engine.gaugeDocument(of: position, at: now) else { continue }
-            documents[engine.gauges[position].config.name] = .progress(gauge.content)
+            documents[engine.gauges[position].config.name] = ShownDocument(content: .progress(gauge.content), held: HeldMark(bar: gauge.isHeld))
         }
         return documents
     }

@@ -11,6 +11,8 @@ extension FlowEngine {
         var rateW: Double?
         /// When the level it shows was read (`GaugeState.shownLevelAt`).
         var levelAt: Date?
+        /// The bar shows a held reading of a silent meter (and is gray for it).
+        var isHeld = false
     }
 
     /// The document of progress widget `position` at `now`, quantized per its policy; nil while it
@@ -33,6 +35,7 @@ extension FlowEngine {
         if gauge.config.staleMarker, !silent.isEmpty {
             document.content.shared.subtitle = staleSubtitle(silent, at: now)
             document.content.shared.accentColor = Self.staleColor
+            document.isHeld = true
         }
         return document
     }
@@ -212,7 +215,8 @@ extension FlowEngine {
         let name = gauges[position].config.name
         let content = WidgetContent.progress(document.content)
         guard isValid(content.validate(now: now), of: name, at: now, into: &out) else { return }
-        if let push = gauges[position].policy.offer(content, at: now, urgent: urgent) {
+        if var push = gauges[position].policy.offer(content, at: now, urgent: urgent) {
+            push.held = HeldMark(bar: document.isHeld)
             gauges[position].shownRateW = document.rateW
             gauges[position].shownLevelAt = document.levelAt
             out.append(.push(widget: name, at: now, push))

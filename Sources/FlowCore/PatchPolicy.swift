@@ -67,6 +67,9 @@ public struct PatchPolicy: Sendable {
         /// The whole content after the push.
         public var document: WidgetContent
         public var isFullContent: Bool
+        /// What of `document` shows held readings: the engine's mark (the widget sees only the
+        /// gray it is sent), which the policy passes on and never reads.
+        public var held: HeldMark = .none
 
         /// The merge patch as JSON.
         public var patch: JSONValue { contentPatch.json }

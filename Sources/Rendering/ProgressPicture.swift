@@ -97,10 +97,11 @@ public struct ProgressPicture: Sendable {
 
 /// The picture of any widget document.
 public enum WidgetPicture {
-    /// The SVG text of `content`. `at` is the moment shown (it places a progress window).
-    public static func svg(_ content: WidgetContent, at now: Date? = nil) -> String {
+    /// The SVG text of `content`, `held` what of it the engine marks held. `at` is the moment
+    /// shown (it places a progress window).
+    public static func svg(_ content: WidgetContent, held: HeldMark, at now: Date? = nil) -> String {
         switch content {
-        case .flow(let flow): FlowPicture(flow).svg()
+        case .flow(let flow): FlowPicture(flow, held: held.nodes).svg()
         case .progress(let progress): ProgressPicture(progress, at: now).svg()
         }
     }

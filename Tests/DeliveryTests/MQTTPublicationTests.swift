@@ -21,7 +21,7 @@ import Testing
 
     static func push(_ document: WidgetContent, after previous: WidgetContent? = nil, widget: String = "power") -> OutgoingPush {
         let patch = previous.flatMap { MergePatch.diff(from: $0.json, to: document.json) } ?? document.json
-        return OutgoingPush(widget: widget, at: Date(timeIntervalSince1970: 0), contentPatch: ContentPatch(patch), document: document, isFullContent: previous == nil)
+        return OutgoingPush(widget: widget, at: Date(timeIntervalSince1970: 0), contentPatch: ContentPatch(patch), document: document, held: .none, isFullContent: previous == nil)
     }
 
     /// Publishes everything (as a live connection does) and returns it.

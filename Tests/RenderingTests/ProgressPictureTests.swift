@@ -74,7 +74,7 @@ import Testing
         let name = #"<b>"Ack" & 'go'</b>"#
         let progress = ProgressContent(
             shared: SharedContent(label: name, subtitle: name), value: 0.5, statRows: [StatRow(label: name, value: name, unit: "<%>")])
-        let svg = try SVGTree.parse(WidgetPicture.svg(.progress(progress)))
+        let svg = try SVGTree.parse(WidgetPicture.svg(.progress(progress), held: .none))
         #expect(svg.all("b").isEmpty)
         #expect(svg.all("text", class: "stat-label").map(\.content) == [name])
         #expect(svg.all("text", class: "stat-value").map(\.content) == ["\(name) <%>"])
