@@ -187,7 +187,7 @@ public enum MergePatchProperty: FuzzProperty {
 
     static func progressContent(_ draw: inout FuzzInput) -> ProgressContent {
         ProgressContent(
-            shared: shared(&draw), value: optionalNumber(&draw), trend: optionalText(&draw, ["up", "down", "flat", "sideways"]),
+            shared: shared(&draw), value: optionalNumber(&draw), trend: optionalText(&draw, ["up", "down", "flat", "sideways"]).flatMap(ProgressContent.Trend.init),
             statRows: statRows(&draw), startDate: optionalText(&draw, words), endDate: optionalText(&draw, words))
     }
 
@@ -197,7 +197,7 @@ public enum MergePatchProperty: FuzzProperty {
             switch draw.below(6) {
             case 0: progress.shared[keyPath: draw.pick(sharedFields)] = optionalText(&draw)
             case 1: progress.value = optionalNumber(&draw)
-            case 2: progress.trend = optionalText(&draw, ["up", "down", "flat"])
+            case 2: progress.trend = optionalText(&draw, ["up", "down", "flat"]).flatMap(ProgressContent.Trend.init)
             case 3: progress.statRows = statRows(&draw)
             case 4: progress.startDate = optionalText(&draw, words)
             default: progress.endDate = optionalText(&draw, words)

@@ -66,7 +66,7 @@ struct DiscoverCommand: Command {
             host: broker.host, port: broker.port, clientID: "flowbridge-discover-\(getpid())", username: broker.username, password: password)
         let client: MQTTClient
         do {
-            client = try MQTTClient(options: options, subscriptions: ["#"], qos: 0)
+            client = try MQTTClient(options: options, subscriptions: ["#"], qos: .atMostOnce)
         } catch {
             StandardError.print("flowbridge: \(error)")
             return .usage

@@ -25,7 +25,7 @@ struct ListenCheck {
         let broker = "\(config.mqtt.host):\(config.mqtt.port)"
         let client: MQTTClient
         do {
-            client = try MQTTClient(options: config.mqtt.options(dryRun: true), subscriptions: Daemon.subscriptions(of: config), qos: 1)
+            client = try MQTTClient(options: config.mqtt.options(dryRun: true), subscriptions: Daemon.subscriptions(of: config), qos: .atLeastOnce)
         } catch {
             log.log(.error, "cannot start the MQTT client: \(error)")
             return .config

@@ -39,7 +39,7 @@ struct PictureFolder {
 struct ReplayPictures {
     let folder: PictureFolder
     let zone: any LocalTimeZone
-    var documents: [String: WidgetContent] = [:]
+    var documents: [String: ShownDocument] = [:]
     var histories: [String: PowerHistory] = [:]
 
     init(folder: PictureFolder, zone: any LocalTimeZone) {
@@ -48,14 +48,16 @@ struct ReplayPictures {
     }
 
     mutating func take(_ outputs: [FlowEngine.Output]) {
-        for case .push(let widget, let at, let push) in outputs { record(push.document, of: widget, at: at) }
+        for case .push(let widget, let at, let push) in outputs {
+            record(ShownDocument(content: push.document, held: push.held), of: widget, at: at)
+        }
     }
 
-    mutating func record(_ document: WidgetContent, of widget: String, at: Date) {
+    mutating func record(_ document: ShownDocument, of widget: String, at: Date) {
         documents[widget] = document
-        guard case .flow(let flow) = document else { return }
+        guard case .flow(let flow) = document.content else { return }
         let zone = zone
-        histories[widget, default: PowerHistory(zone: zone)].record(flow, at: at)
+        histories[widget, default: PowerHistory(zone: zone)].record(flow, held: document.held.nodes, at: at)
     }
 
     /// Writes `<widget>.svg` and `<widget>-day-<date>.svg` for the `widgets` (config order) that were
@@ -64,8 +66,8 @@ struct ReplayPictures {
         var written: [String] = []
         for widget in widgets {
             guard let document = documents[widget] else { continue }
-            written.append(try folder.write(WidgetPicture.svg(document, at: end), named: widget))
-            guard case .flow(let flow) = document, let history = histories[widget] else { continue }
+            written.append(try folder.write(WidgetPicture.svg(document.content, held: document.held, at: end), named: widget))
+            guard case .flow(let flow) = document.content, let history = histories[widget] else { continue }
             for chart in history.charts(title: flow.shared.label ?? widget, through: end) {
                 written.append(try folder.write(chart.svg(), named: "\(widget)-day-\(chart.day.date)"))
             }

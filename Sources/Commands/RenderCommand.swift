@@ -73,7 +73,7 @@ struct RenderCommand: Command {
                     log.log(.warning, "widget '\(widget)' has nothing to show in \(statePath); no picture")
                     continue
                 }
-                let svg = WidgetPicture.svg(document, at: at)
+                let svg = WidgetPicture.svg(document.content, held: document.held, at: at)
                 if let folder {
                     print(try folder.write(svg, named: widget))
                 } else {

@@ -44,7 +44,7 @@ public struct MQTTSettings: Sendable, Equatable {
             keepaliveSeconds: keepaliveSeconds, username: username, password: password?.value,
             tls: tls.map { TLSOptions(caFile: $0.caFile, certFile: $0.certFile, keyFile: $0.keyFile, insecure: $0.insecure) },
             protocolVersion: mqtt5 ? .v5 : .v311,
-            will: dryRun ? nil : Will(topic: statusTopic, payload: Array("offline".utf8), qos: 1, retain: true))
+            will: dryRun ? nil : Will(topic: statusTopic, payload: Array("offline".utf8), qos: .atLeastOnce, retain: true))
     }
 
     /// `<prefix>/status`: `online` while running, `offline` after (the last will).

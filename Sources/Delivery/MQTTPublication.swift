@@ -1,4 +1,5 @@
 import FlowCore
+import Mosquitto
 
 /// What the MQTT sink publishes, as a state machine: pushes, the broker connection coming up,
 /// Home Assistant starting and reloaded configs come in; the messages to publish go out.
@@ -15,10 +16,10 @@ public struct MQTTPublication: Sendable {
     public struct Message: Sendable, Equatable {
         public var topic: String
         public var payload: [UInt8]
-        public var qos: Int
+        public var qos: QoS
         public var retain: Bool
 
-        public init(topic: String, payload: [UInt8], qos: Int, retain: Bool) {
+        public init(topic: String, payload: [UInt8], qos: QoS, retain: Bool) {
             self.topic = topic
             self.payload = payload
             self.qos = qos
@@ -67,8 +68,8 @@ public struct MQTTPublication: Sendable {
     public mutating func push(_ push: OutgoingPush) -> [Message] {
         documents[push.widget] = push.document
         var messages = [
-            Message(topic: settings.contentTopic(push.widget), payload: push.document.json.encoded(), qos: 1, retain: settings.retain),
-            Message(topic: settings.patchTopic(push.widget), payload: push.patch.encoded(), qos: 0, retain: false),
+            Message(topic: settings.contentTopic(push.widget), payload: push.document.json.encoded(), qos: .atLeastOnce, retain: settings.retain),
+            Message(topic: settings.patchTopic(push.widget), payload: push.patch.encoded(), qos: .atMostOnce, retain: false),
         ]
         messages += sensors(of: push.widget, always: false)
         return messages
@@ -80,7 +81,7 @@ public struct MQTTPublication: Sendable {
         var messages = removals() + announcements()
         for widget in widgets {
             guard let document = documents[widget] else { continue }
-            messages.append(Message(topic: settings.contentTopic(widget), payload: document.json.encoded(), qos: 1, retain: settings.retain))
+            messages.append(Message(topic: settings.contentTopic(widget), payload: document.json.encoded(), qos: .atLeastOnce, retain: settings.retain))
             messages += sensors(of: widget, always: true)
         }
         return messages
@@ -130,14 +131,14 @@ public struct MQTTPublication: Sendable {
     private func removals() -> [Message] {
         retainedTopics.subtracting(wantedTopics)
             .sorted { ($0.hasSuffix("/config") ? 0 : 1, $0) < ($1.hasSuffix("/config") ? 0 : 1, $1) }
-            .map { Message(topic: $0, payload: [], qos: 1, retain: true) }
+            .map { Message(topic: $0, payload: [], qos: .atLeastOnce, retain: true) }
     }
 
     /// Every discovery config, retained (Home Assistant reads them when it starts).
     private func announcements() -> [Message] {
         guard let discovery else { return [] }
         return discovery.sensors.map { sensor in
-            Message(topic: discovery.configTopic(sensor), payload: discovery.config(sensor).encoded(), qos: 1, retain: true)
+            Message(topic: discovery.configTopic(sensor), payload: discovery.config(sensor).encoded(), qos: .atLeastOnce, retain: true)
         }
     }
 
@@ -147,6 +148,6 @@ public struct MQTTPublication: Sendable {
         guard let document = documents[widget], let values = discovery?.values(widget: widget, document: document) else { return [] }
         if !always, sensorValues[widget] == values { return [] }
         sensorValues[widget] = values
-        return [Message(topic: settings.sensorsTopic(widget), payload: values.encoded(), qos: 1, retain: settings.retain)]
+        return [Message(topic: settings.sensorsTopic(widget), payload: values.encoded(), qos: .atLeastOnce, retain: settings.retain)]
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import FlowCore
+import Mosquitto
 import Synchronization
 
 /// The broker connection the MQTT sink publishes through: the daemon's own (`MQTTClient`), the
@@ -7,7 +8,7 @@ import Synchronization
 public protocol MQTTPublishing: Sendable {
     /// Hands a message to the connection without waiting for the network; throws while
     /// disconnected (nothing is queued for later).
-    func publish(topic: String, payload: [UInt8], qos: Int, retain: Bool) throws
+    func publish(topic: String, payload: [UInt8], qos: QoS, retain: Bool) throws
     var isConnected: Bool { get }
 }
 

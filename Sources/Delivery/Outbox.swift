@@ -142,12 +142,16 @@ public final class Outbox: Sendable {
         let previous = taken[push.widget]
         if push.isFullContent || previous.map({ $0.sequence + 1 == push.sequence }) == true {
             return OutgoingPush(
-                widget: push.widget, at: push.at, contentPatch: push.contentPatch, document: push.document, isFullContent: push.isFullContent)
+                widget: push.widget, at: push.at, contentPatch: push.contentPatch, document: push.document, held: push.held,
+                isFullContent: push.isFullContent)
         }
         guard let previous else {
-            return OutgoingPush(widget: push.widget, at: push.at, contentPatch: ContentPatch(push.document.json), document: push.document, isFullContent: true)
+            return OutgoingPush(
+                widget: push.widget, at: push.at, contentPatch: ContentPatch(push.document.json), document: push.document, held: push.held,
+                isFullContent: true)
         }
         guard let patch = MergePatch.diff(from: previous.document.json, to: push.document.json) else { return nil }
-        return OutgoingPush(widget: push.widget, at: push.at, contentPatch: ContentPatch(patch), document: push.document, isFullContent: false)
+        return OutgoingPush(
+            widget: push.widget, at: push.at, contentPatch: ContentPatch(patch), document: push.document, held: push.held, isFullContent: false)
     }
 }

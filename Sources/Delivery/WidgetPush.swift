@@ -13,22 +13,31 @@ public struct WidgetPush: Sendable {
     public var contentPatch: ContentPatch
     /// The whole document after this push.
     public var document: WidgetContent
+    /// What of `document` the engine marks held (what `run --summary` says "(held)" of).
+    public var held: HeldMark
     public var isFullContent: Bool
 
     /// The merge patch as JSON.
     public var patch: JSONValue { contentPatch.json }
 
-    public init(widget: String, at: Date, sequence: UInt64, patch: ContentPatch, document: WidgetContent, isFullContent: Bool) {
+    public init(
+        widget: String, at: Date, sequence: UInt64, patch: ContentPatch, document: WidgetContent, held: HeldMark, isFullContent: Bool
+    ) {
         self.widget = widget
         self.at = at
         self.sequence = sequence
         contentPatch = patch
         self.document = document
+        self.held = held
         self.isFullContent = isFullContent
     }
 
-    public init(widget: String, at: Date, sequence: UInt64, patch: JSONValue, document: WidgetContent, isFullContent: Bool) {
-        self.init(widget: widget, at: at, sequence: sequence, patch: ContentPatch(patch), document: document, isFullContent: isFullContent)
+    public init(
+        widget: String, at: Date, sequence: UInt64, patch: JSONValue, document: WidgetContent, held: HeldMark, isFullContent: Bool
+    ) {
+        self.init(
+            widget: widget, at: at, sequence: sequence, patch: ContentPatch(patch), document: document, held: held,
+            isFullContent: isFullContent)
     }
 }
 
@@ -40,6 +49,8 @@ public struct OutgoingPush: Sendable {
     /// Made into JSON when it is read; a writer takes its text with `contentPatch.write(to:)`.
     public var contentPatch: ContentPatch
     public var document: WidgetContent
+    /// What of `document` the engine marks held.
+    public var held: HeldMark
     /// The patch is the whole content (nothing was taken before, or the engine started over).
     public var isFullContent: Bool
 

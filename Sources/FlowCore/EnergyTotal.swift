@@ -48,6 +48,9 @@ public struct EnergyTotal: Sendable, Equatable {
         }
     }
 
+    /// Whether the total counts anything yet: an integral always, a counter once it has read.
+    var isCounting: Bool { direction != nil || counter?.last != nil }
+
     /// Integrates the segment from the last sample to this one (trapezoid, split exactly where the
     /// rate crosses zero so that import and export add up to the net). Adds nothing across a silence
     /// longer than `maxGapSeconds` or when the clock went backwards.

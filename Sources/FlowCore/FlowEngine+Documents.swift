@@ -1,39 +1,91 @@
 import FoundationEssentials
 
-/// What the widgets would show, asked from outside the push cycle: for a picture of a saved state
-/// (`flowbridge render`), where nothing is pushed and the clock is the state's own.
+/// What both templates share: the offers of every widget, the check before a document is sent, the
+/// stale marker (the node or bar grayed, the subtitle naming the silent meters), and the documents
+/// asked for from outside the push cycle.
 extension FlowEngine {
-    /// Each widget's document (flow and progress) computed at `now`, quantized per its policy, by
-    /// widget name. Widgets with nothing to show yet are left out, as they are never pushed. The
-    /// engine is not changed: the documents are computed on a copy, and its sign warnings are not
-    /// reported again.
-    public func currentDocuments(at now: Date) -> [String: WidgetContent] {
-        var engine = self
-        var ignored: [Output] = []
-        var documents: [String: WidgetContent] = [:]
-        for position in engine.widgets.indices {
-            let flow = engine.content(of: position, at: now, into: &ignored)
-            if flow.inputs == nil, flow.output == nil, flow.storage == nil, flow.exchange == nil { continue }
-            documents[engine.widgets[position].config.name] = .flow(flow)
+    /// Offers every widget its content: the flows, then the bars that read their totals.
+    mutating func offerAll(at now: Date, urgent: Bool, into out: inout [Output]) {
+        for position in widgets.indices { offer(position, at: now, urgent: urgent, into: &out) }
+        for position in gauges.indices { offerGauge(position, at: now, urgent: urgent, into: &out) }
+    }
+
+    /// True when the document broke no rule (`violations` empty); otherwise the log says why it
+    /// is not sent.
+    mutating func isValid(_ violations: [ContentViolation], of name: String, at now: Date, into out: inout [Output]) -> Bool {
+        guard violations.isEmpty else {
+            note(.error, key: "invalid:\(name)", at: now, into: &out) {
+                "widget '\(name)': not sent, the widget would reject it: \(violations.map(\.description).joined(separator: "; "))"
+            }
+            return false
         }
-        for position in engine.gauges.indices {
-            guard let gauge = engine.gaugeDocument(of: position, at: now) else { continue }
-            documents[engine.gauges[position].config.name] = .progress(gauge.content)
+        return true
+    }
+
+    // MARK: - The stale marker
+
+    /// The color of a node that shows a held reading.
+    static let staleColor = "gray"
+
+    /// Notes the nodes a stale marker names for node `index` of widget `position`, which shows held
+    /// readings of the silent `sources`, with since when they are silent: the node itself, or for
+    /// the derived output the exchange or storage it cannot do without.
+    func noteSilent(_ index: Int, heldFor sources: [Int], inWidget position: Int, at now: Date, into silent: inout [Int: Date]) {
+        let nodes = widgets[position].nodes
+        for source in sources {
+            let since = self.sources[source].lastValueAt ?? now
+            let named = nodes[index].isBalance
+                ? nodes.indices.filter { other in
+                    nodes[other].place.slot != .inputs && nodes[other].terms.contains { $0.source == source }
+                }
+                : [index]
+            for other in named { silent[other] = min(silent[other] ?? since, since) }
         }
+    }
+
+    /// The silent nodes of widget `position` by name, in document order.
+    func silentNames(_ silent: [Int: Date], inWidget position: Int) -> [(name: String, since: Date)] {
+        silent.keys.sorted().map { (nodeName(widgets[position].nodes[$0]), silent[$0]!) }
+    }
+
+    /// A node's name for people: its configured name, else its slot.
+    func nodeName(_ node: NodeState) -> String { node.config.name ?? node.place.slot.rawValue }
+
+    /// `Grid: no reading since 14:02`, `Grid, Battery: no reading since 13:50` (the earliest).
+    func staleSubtitle(_ silent: [(name: String, since: Date)], at now: Date) -> String {
+        let names = silent.map(\.name)
+        var who = names.joined(separator: ", ")
+        if who.count > 40, names.count > 1 { who = "\(names[0]) +\(names.count - 1)" }
+        return "\(who): no reading since \(zone.clockText(at: silent.map(\.since).min() ?? now, today: now))"
+    }
+
+    // MARK: - Documents asked for
+
+    /// The document each widget shows now (its last push), by widget name.
+    public var deliveredContent: [String: JSONValue] {
+        var documents: [String: JSONValue] = [:]
+        for widget in widgets { documents[widget.config.name] = widget.policy.delivered?.json }
+        for gauge in gauges { documents[gauge.config.name] = gauge.policy.delivered?.json }
         return documents
     }
 
-    /// The latest moment the engine knows of: its clock, else (a restored state, before any event)
-    /// its newest reading or sample of a total. Nil for a state without any.
-    public var latestKnownTime: Date? {
-        if let clock { return clock }
-        var times = sources.compactMap { $0.reading?.at }
-        for widget in widgets {
-            for node in widget.nodes {
-                if let sample = node.total?.lastSample { times.append(node.total?.countedUntil ?? sample.at) }
-                if let counted = node.total?.counter?.lastAt { times.append(counted) }
-            }
+    /// Each widget's document (flow and progress) computed at `now`, quantized per its policy, with
+    /// what of it is held, by widget name. Widgets with nothing to show yet are left out, as they
+    /// are never pushed. The engine is not changed: the documents are computed on a copy, and its
+    /// sign warnings are not reported again.
+    public func currentDocuments(at now: Date) -> [String: ShownDocument] {
+        var engine = self
+        var ignored: [Output] = []
+        var documents: [String: ShownDocument] = [:]
+        for position in engine.widgets.indices {
+            let (flow, held) = engine.content(of: position, at: now, into: &ignored)
+            if flow.inputs == nil, flow.output == nil, flow.storage == nil, flow.exchange == nil { continue }
+            documents[engine.widgets[position].config.name] = ShownDocument(content: .flow(flow), held: HeldMark(nodes: held))
         }
-        return times.max()
+        for position in engine.gauges.indices {
+            guard let gauge = engine.gaugeDocument(of: position, at: now) else { continue }
+            documents[engine.gauges[position].config.name] = ShownDocument(content: .progress(gauge.content), held: HeldMark(bar: gauge.isHeld))
+        }
+        return documents
     }
 }

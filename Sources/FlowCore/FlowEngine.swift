@@ -8,6 +8,13 @@ import FoundationEssentials
 /// `receive`, and calls `tick` at `nextDeadline` (staleness, settled bursts, trailing pushes, local
 /// midnight) even when no message arrives; the daemon also says when it subscribed
 /// (`subscribed(at:)`) and when the wall clock stepped (`clockStepped(by:at:)`).
+///
+/// This file holds the engine's state and how a config builds it; the rest is in one file per part:
+/// `+Sources` (messages in, the sources' readings and silence), `+Time` (ticks, deadlines, clock
+/// steps, the local day), `+NodeValues` (a node's value, the balance), `+FlowDocuments` and
+/// `+ProgressDocuments` (each template's document and offer), `+Documents` (what both share: the
+/// stale marker, the documents asked for from outside), `+SignWarnings`, `+State` (the saved
+/// state) and `+Reload` (what a reloaded engine takes over).
 public struct FlowEngine: Sendable {
     public enum Output: Sendable, Equatable {
         /// Send this to the widget.
@@ -140,11 +147,11 @@ public struct FlowEngine: Sendable {
     var limiter = DiagnosticLimiter()
     /// The local day the totals count; nil until the first event.
     public internal(set) var day: LocalDay?
-    public private(set) var lastClosedDay: ClosedDay?
+    public internal(set) var lastClosedDay: ClosedDay?
     /// Which event times are believed (late ones, and ones far ahead, wait for confirmation).
     var timeline = EventTimeline()
     /// When the daemon's first subscription was in place: a source's silence counts from here.
-    public private(set) var subscribedAt: Date?
+    public internal(set) var subscribedAt: Date?
     /// A jump ahead onto a later local day longer than this needs confirming: the longest `max_gap`
     /// of the sources, a silence no total integrates across. A shorter one is an ordinary midnight.
     let jumpSeconds: Double
@@ -233,299 +240,6 @@ public struct FlowEngine: Sendable {
                 policy: PatchPolicy(config: progress.policy))
         }
         clampWatches = Array(repeating: ClampWatch(), count: widgets.count)
-    }
-
-    // MARK: - Inputs
-
-    /// Takes one MQTT message received at `time`.
-    ///
-    /// A `retained` message is the broker's copy of an old publish, hours old perhaps: it counts as
-    /// already stale for a source with `stale_after` (its first live update refreshes it), though
-    /// never older than a reading already taken (the broker re-sends it on every reconnect), and
-    /// nothing is integrated from it. (The daemon passes false when MQTT 5 message expiry vouches
-    /// for it.) A message dated before the latest event is late: its reading may show, it counts
-    /// no energy; one dated far ahead on a later day is ignored until the next events confirm it.
-    public mutating func receive(topic: String, payload: [UInt8], at time: Date, retained: Bool = false) -> [Output] {
-        var out: [Output] = []
-        let verdict = timeline.classify(time, dayEnd: day?.end, jumpSeconds: jumpSeconds)
-        guard let now = take(time, verdict, into: &out) else { return out }
-        var matched = exactTopics[topic] ?? []
-        for (filter, source) in wildcardTopics where filter.matches(topic) { matched.append(source) }
-        let kind: ReadingKind = verdict == .late ? .late : retained ? .retained : .live
-        // Every source the message feeds reads first (one Tasmota payload can hold the power and
-        // the day's energy), then the totals move, all with the same readings.
-        let accepted = matched.filter { accept(payload, topic: topic, for: $0, at: now, kind: kind, into: &out) }
-        // Widgets are read in place, by position: a copy of one retains all of its parts.
-        if kind != .late {
-            for source in accepted {
-                for position in widgets.indices where widgets[position].reads.contains(source) {
-                    account(source, in: position, at: now, integrating: kind == .live, into: &out)
-                }
-            }
-        }
-        // A late reading shows as of the latest event: no push is stamped back in time.
-        let shownAt = kind == .late ? clock ?? now : now
-        // The widgets the accepted readings touch, in order.
-        for position in widgets.indices where accepted.contains(where: { widgets[position].reads.contains($0) }) {
-            if widgets[position].policy.readingArrived(at: shownAt) {
-                offer(position, at: shownAt, urgent: false, into: &out)
-            } else {
-                noteBalance(of: position, at: shownAt)
-            }
-        }
-        // The bars after the flows: the totals they read are up to date.
-        for position in gauges.indices where accepted.contains(where: gauges[position].reads.contains) {
-            if gauges[position].policy.readingArrived(at: shownAt) { offerGauge(position, at: shownAt, urgent: false, into: &out) }
-        }
-        return out
-    }
-
-    /// Lets time pass: stale readings, settled bursts, held-back pushes, silent sources and local
-    /// midnight take effect.
-    public mutating func tick(at time: Date) -> [Output] {
-        var out: [Output] = []
-        let verdict = timeline.classify(time, dayEnd: day?.end, jumpSeconds: jumpSeconds)
-        guard let now = take(time, verdict, into: &out), verdict != .late else { return out }
-        interruptUnknownBalances(at: now)
-        reportSilentSources(at: now, into: &out)
-        offerAll(at: now, urgent: false, into: &out)
-        return out
-    }
-
-    /// Ticks at every deadline up to and including `end`, in order: what a live clock would have
-    /// done between two events. An `end` before the latest event, or far ahead on a later day, runs
-    /// nothing until a later event confirms the clock moved (replay ticks through each message's
-    /// time before taking the message, so one line dated tomorrow must not close today).
-    public mutating func tick(through end: Date) -> [Output] {
-        var out: [Output] = []
-        let verdict = timeline.classify(end, dayEnd: day?.end, jumpSeconds: jumpSeconds)
-        switch verdict {
-        case .late, .ahead:
-            _ = take(end, verdict, into: &out)
-            return out
-        case .stepped:
-            return tick(at: end)
-        case .onTime:
-            break
-        }
-        // Before the first event (a fresh or restored engine) nothing is due yet; after a clock
-        // that jumped days ahead, one tick closes the days at once instead of one by one.
-        guard let clock, let day, end.timeIntervalSince(max(clock, day.end)) < 3 * 86_400 else {
-            return tick(at: end)
-        }
-        while let deadline = nextDeadline, deadline <= end {
-            out += tick(at: deadline)
-        }
-        timeline.take(end, .onTime)
-        return out
-    }
-
-    /// The daemon's subscription is in place (its first successful connection): from `now` on, a
-    /// source that sends nothing at all within its `stale_after` (60 s for `stale_after: never`)
-    /// is warned about once, naming its topic: a typo, an unplugged meter. Later calls change
-    /// nothing. Returns what falls due up to `now`.
-    public mutating func subscribed(at now: Date) -> [Output] {
-        if subscribedAt == nil { subscribedAt = now }
-        return tick(through: now)
-    }
-
-    /// Sources that have sent nothing at all since the subscription, past their grace: for the
-    /// daemon's status line.
-    public var silentSources: [String] {
-        sources.filter { $0.reportedSilent && !$0.heard }.map(\.config.name)
-    }
-
-    /// The wall clock stepped by `seconds` (ahead when positive) without that time passing: the
-    /// daemon saw its wall clock move differently from its monotonic clock. Believed at once:
-    /// nothing is integrated across the step; the ages of readings, the silence of sources and the
-    /// policies' intervals count what really passed; the day follows the clock (a step ahead past
-    /// midnight closes the day, a step back past it counts on under the earlier date).
-    public mutating func clockStepped(by seconds: Double, at now: Date) -> [Output] {
-        var out: [Output] = []
-        for position in sources.indices { sources[position].shift(by: seconds) }
-        for position in gauges.indices { gauges[position].policy.shift(by: seconds) }
-        for position in widgets.indices {
-            widgets[position].policy.shift(by: seconds)
-            clampWatches[position].reset()
-            for node in widgets[position].nodes.indices { widgets[position].nodes[node].total?.clockStepped(by: seconds) }
-        }
-        subscribedAt = subscribedAt?.addingTimeInterval(seconds)
-        timeline.reset(to: now)
-        out.append(.diagnostic(Diagnostic(
-            .warning,
-            "the system clock stepped \(seconds > 0 ? "ahead" : "back") by \(durationText(seconds: seconds)) (now \(zone.clockText(at: now, withSeconds: true)) \(zone.identifier)); no energy is counted across the step"
-        )))
-        advanceDay(to: now, into: &out)
-        offerAll(at: now, urgent: false, into: &out)
-        return out
-    }
-
-    /// When the engine next needs a `tick`, if nothing arrives before: a settled burst, the end of
-    /// a held-back push's interval, a reading turning stale, a silent source's grace, or local
-    /// midnight. Asked before every message, so it allocates nothing.
-    public var nextDeadline: Date? {
-        var next: Date?
-        let clock = self.clock
-        func consider(_ deadline: Date) {
-            if clock.map({ deadline > $0 }) ?? true, next.map({ deadline < $0 }) ?? true { next = deadline }
-        }
-        // By index, property by property: copies of the widgets' and sources' states would retain
-        // and release all of them, per message.
-        for position in widgets.indices {
-            if let deadline = widgets[position].policy.deadline { consider(deadline) }
-        }
-        for position in gauges.indices {
-            if let deadline = gauges[position].policy.deadline { consider(deadline) }
-        }
-        if let day { consider(day.end) }
-        for position in sources.indices {
-            if let subscribedAt, !sources[position].heard, !sources[position].reportedSilent {
-                consider(subscribedAt.addingTimeInterval(sources[position].config.silenceGraceSeconds))
-            }
-            guard let staleAfter = sources[position].config.staleAfterSeconds, let reading = sources[position].reading else { continue }
-            consider(reading.at.addingTimeInterval(staleAfter))
-            // A retained copy is stale at once but marked only once a live update is overdue.
-            if let heard = sources[position].lastValueAt, heard > reading.at { consider(heard.addingTimeInterval(staleAfter)) }
-            if sources[position].config.combine == .sum {
-                for part in sources[position].topics.values { consider(part.at.addingTimeInterval(staleAfter)) }
-            }
-        }
-        return next
-    }
-
-    /// The document each widget shows now (its last push), by widget name.
-    public var deliveredContent: [String: JSONValue] {
-        var documents: [String: JSONValue] = [:]
-        for widget in widgets { documents[widget.config.name] = widget.policy.delivered?.json }
-        for gauge in gauges { documents[gauge.config.name] = gauge.policy.delivered?.json }
-        return documents
-    }
-
-    /// What each source has received so far.
-    public var sourceStats: [String: SourceStats] {
-        Dictionary(uniqueKeysWithValues: sources.map { ($0.config.name, $0.stats) })
-    }
-
-    /// The latest reading of each source that has one (for `combine: sum`, the sum of its topics'
-    /// as of the latest of them).
-    public var readings: [String: Reading] {
-        var all: [String: Reading] = [:]
-        for source in sources { all[source.config.name] = source.reading }
-        return all
-    }
-
-    /// Takes over what the widgets of `old` (the engine of a config being reloaded) were sent, for
-    /// widgets of the same name: the next push is a patch from what each widget shows. And what
-    /// `old` knew of the connection: when it subscribed, and which sources of the same name spoke.
-    public mutating func adoptDeliveries(from old: FlowEngine) {
-        for position in widgets.indices {
-            let name = widgets[position].config.name
-            if let previous = old.policy(ofWidget: name) { widgets[position].policy.adopt(previous) }
-            if let previous = old.widgets.first(where: { $0.config.name == name }) {
-                widgets[position].lastKnownBalance = previous.lastKnownBalance
-            }
-        }
-        for position in gauges.indices {
-            let name = gauges[position].config.name
-            if let previous = old.policy(ofWidget: name) { gauges[position].policy.adopt(previous) }
-            if let previous = old.gauges.first(where: { $0.config.name == name }) {
-                gauges[position].shownRateW = previous.shownRateW
-                gauges[position].shownLevelAt = previous.shownLevelAt
-            }
-        }
-        subscribedAt = old.subscribedAt
-        for position in sources.indices {
-            if let previous = old.sources.first(where: { $0.config.name == sources[position].config.name }) {
-                sources[position].adoptSession(from: previous)
-            }
-        }
-    }
-
-    /// The policy of the widget of this name, flow or progress.
-    func policy(ofWidget name: String) -> PatchPolicy? {
-        widgets.first { $0.config.name == name }?.policy ?? gauges.first { $0.config.name == name }?.policy
-    }
-
-    // MARK: - Time
-
-    /// Applies the timeline's verdict on an event at `time`. Returns the time to take it at, or nil
-    /// when the event is ignored (far ahead, unconfirmed).
-    mutating func take(_ time: Date, _ verdict: EventTimeline.Verdict, into out: inout [Output]) -> Date? {
-        let latest = timeline.latest
-        let now = timeline.effectiveTime(time, verdict)
-        timeline.take(time, verdict)
-        switch verdict {
-        case .onTime:
-            advanceDay(to: now, into: &out)
-        case .late:
-            break
-        case .ahead(let first):
-            if first, let latest {
-                let zone = self.zone
-                note(.warning, key: "clock-ahead", at: latest, into: &out) {
-                    "an event dated \(zone.clockText(at: now, withSeconds: true)) is \(durationText(seconds: now.timeIntervalSince(latest))) after the latest (\(zone.clockText(at: latest, withSeconds: true))), on a later day: ignored unless the next events confirm that the clock moved on"
-                }
-            }
-            return nil
-        case .stepped(let from):
-            let zone = self.zone
-            note(.warning, key: "clock-step", at: now, into: &out) {
-                "the clock moved \(now > from ? "ahead" : "back") from \(zone.clockText(at: from, withSeconds: true)) to \(zone.clockText(at: now, withSeconds: true)) (\(zone.identifier)), confirmed by the events since; no energy is counted across the step"
-            }
-            advanceDay(to: now, into: &out)
-        }
-        return now
-    }
-
-    // MARK: - The day
-
-    /// Closes every local day that ended before `now`; the widgets get their reset totals at once.
-    mutating func advanceDay(to now: Date, into out: inout [Output]) {
-        guard var current = day else {
-            day = zone.day(containing: now)
-            return
-        }
-        if now < current.start {
-            // The clock went back past midnight (NTP correcting a clock that ran ahead, or a state
-            // saved under such a clock): the energy counted is this day's, under its right date.
-            let corrected = zone.day(containing: now)
-            let zoneName = zone.identifier
-            note(.warning, key: "clock", at: now, into: &out) {
-                "the clock went back to before \(current.date) (\(zoneName)); the totals count on as \(corrected.date)"
-            }
-            day = corrected
-            return
-        }
-        guard now >= current.end else { return }
-        var closedDays = 0
-        while now >= current.end {
-            var closed = ClosedDay(date: current.date, totalsKWh: [:])
-            for position in widgets.indices {
-                for node in widgets[position].nodes.indices {
-                    let key = "\(widgets[position].config.name)/\(widgets[position].nodes[node].place)"
-                    let gap = widgets[position].nodes[node].maxGapSeconds
-                    if let energy = widgets[position].nodes[node].total?.closeDay(at: current.end, maxGapSeconds: gap) {
-                        closed.totalsKWh[key] = energy
-                    }
-                }
-            }
-            lastClosedDay = closed
-            if closedDays == 0 {
-                let summary = closed.totalsKWh.keys.sorted().map { "\($0) \(JSONValue.format(PatchPolicy.quantize(closed.totalsKWh[$0]!, step: 0.001))) kWh" }
-                out.append(.diagnostic(Diagnostic(.info, "day \(current.date) (\(zone.identifier)) closed: \(summary.isEmpty ? "no totals" : summary.joined(separator: ", "))")))
-            }
-            closedDays += 1
-            // After a long downtime, jump to today instead of closing empty days one by one.
-            current = closedDays > 3 ? zone.day(containing: now) : zone.day(after: current)
-        }
-        day = current
-        offerAll(at: now, urgent: true, into: &out)
-    }
-
-    /// Offers every widget its content: the flows, then the bars that read their totals.
-    mutating func offerAll(at now: Date, urgent: Bool, into out: inout [Output]) {
-        for position in widgets.indices { offer(position, at: now, urgent: urgent, into: &out) }
-        for position in gauges.indices { offerGauge(position, at: now, urgent: urgent, into: &out) }
     }
 
     mutating func note(_ level: Diagnostic.Level, key: String, at now: Date, into out: inout [Output], _ message: () -> String) {

@@ -67,6 +67,9 @@ public struct PatchPolicy: Sendable {
         /// The whole content after the push.
         public var document: WidgetContent
         public var isFullContent: Bool
+        /// What of `document` shows held readings: the engine's mark (the widget sees only the
+        /// gray it is sent), which the policy passes on and never reads.
+        public var held: HeldMark = .none
 
         /// The merge patch as JSON.
         public var patch: JSONValue { contentPatch.json }
@@ -169,7 +172,7 @@ public struct PatchPolicy: Sendable {
     func isPrompt(_ new: WidgetContent, after old: WidgetContent) -> Bool {
         if case .flow(let new) = new, case .flow(let old) = old { return isPrompt(new, after: old) }
         if case .progress(let new) = new, case .progress(let old) = old {
-            let reversal = (new.trend == "up" && old.trend == "down") || (new.trend == "down" && old.trend == "up")
+            let reversal = (new.trend == .up && old.trend == .down) || (new.trend == .down && old.trend == .up)
             return reversal || (new.startDate == nil) != (old.startDate == nil)
         }
         return true  // the widget changed its template (a reloaded config)

@@ -3,9 +3,10 @@ import FoundationEssentials
 /// The content of a widget, in one of the two templates flowbridge feeds
 /// (`spec/flow-template.txt`, `spec/progress-template.txt`).
 ///
-/// The models keep what the spec lets a sender get wrong (a missing rate, a trend word, a date text)
-/// so that `validate(now:)` can name the broken rule instead of a decoder failing on the first one.
-/// A document that `validate` passes is one the widget API accepts.
+/// The models keep what the spec lets a sender get wrong (a missing rate, a date text) so that
+/// `validate(now:)` can name the broken rule instead of a decoder failing on the first one; a trend
+/// is one of its three words or none, and a word the spec does not know fails the decoding, as a
+/// field of the wrong type does. A document that `validate` passes is one the widget API accepts.
 ///
 /// `indirect`: a document passes through the patch policy, the push and every sink, and a boxed
 /// one is copied as a reference; inline, each copy moved the whole flow (measured: a flow pushed
@@ -102,18 +103,22 @@ public struct StatRow: Sendable, Equatable {
 }
 
 public struct ProgressContent: Sendable, Equatable {
+    /// Which way the bar is going, in the spec's words (`up`, `down`, `flat`).
+    public enum Trend: String, Sendable, CaseIterable {
+        case up, down, flat
+    }
+
     public var shared: SharedContent
     /// A fraction in 0…1; optional only when both dates are set.
     public var value: Double?
-    /// `up`, `down` or `flat`.
-    public var trend: String?
+    public var trend: Trend?
     public var statRows: [StatRow]?
     /// RFC 3339 texts, as sent.
     public var startDate: String?
     public var endDate: String?
 
     public init(
-        shared: SharedContent = SharedContent(), value: Double?, trend: String? = nil, statRows: [StatRow]? = nil,
+        shared: SharedContent = SharedContent(), value: Double?, trend: Trend? = nil, statRows: [StatRow]? = nil,
         startDate: String? = nil, endDate: String? = nil
     ) {
         self.shared = shared
@@ -283,6 +288,8 @@ extension FlowNode {
 
 extension ProgressContent {
     static let earliestDate = Date(timeIntervalSince1970: 946_684_800)  // 2000-01-01T00:00:00Z
+    /// The spec's bound: a date no more than 366 days ahead.
+    static let latestDateSeconds = 366.0 * 86_400
 
     func validate(now: Date, into found: inout [ContentViolation]) {
         shared.validate(into: &found)
@@ -291,9 +298,6 @@ extension ProgressContent {
             if !(0...1).contains(value) { found.append(ContentViolation("value", .valueOutOfRange)) }
         } else if !bothDates {
             found.append(ContentViolation("value", .valueRequired))
-        }
-        if let trend, !["up", "down", "flat"].contains(trend) {
-            found.append(ContentViolation("trend", .trendValue))
         }
         if let statRows {
             if statRows.count > 6 { found.append(ContentViolation("stat_rows", .tooManyStatRows)) }
@@ -560,7 +564,10 @@ extension ProgressContent {
     init(reading reader: inout JSONObjectReader) throws(ContentViolation) {
         shared = try SharedContent(reading: &reader)
         value = try reader.number("value")
-        trend = try reader.string("trend")
+        if let word = try reader.string("trend") {
+            guard let trend = Trend(rawValue: word) else { throw ContentViolation(reader.childPath("trend"), .trendValue) }
+            self.trend = trend
+        }
         if let items = try reader.array("stat_rows") {
             var rows: [StatRow] = []
             for (index, item) in items.enumerated() {
@@ -575,7 +582,7 @@ extension ProgressContent {
     /// The wire names of the template's own fields with their JSON values (nil: absent). One table
     /// serves both the document and its patch, so the two cannot disagree.
     static let fields: [(String, @Sendable (ProgressContent) -> JSONValue?)] = [
-        ("value", { $0.value.map(JSONValue.number) }), ("trend", { $0.trend.map(JSONValue.string) }),
+        ("value", { $0.value.map(JSONValue.number) }), ("trend", { $0.trend.map { JSONValue.string($0.rawValue) } }),
         ("stat_rows", { $0.statRows.map { JSONValue.array($0.map(\.json)) } }),
         ("start_date", { $0.startDate.map(JSONValue.string) }), ("end_date", { $0.endDate.map(JSONValue.string) }),
     ]

@@ -32,22 +32,21 @@ public final class MQTTClient: Sendable {
     /// The topic filters subscribed on every connect (see `updateSubscriptions`).
     public var subscriptions: [String] { connection.subscriptions }
     /// The QoS every subscription asks for.
-    public let subscriptionQoS: Int
+    public let subscriptionQoS: QoS
     private let connection: Connection
 
-    /// Validates everything (options, topic filters, QoS) and prepares the libmosquitto handle; no
+    /// Validates everything (options, topic filters) and prepares the libmosquitto handle; no
     /// network I/O yet. Throws `MQTTError.invalidOptions` naming what is wrong.
     /// - Parameters:
     ///   - bufferCapacity: events that may wait for the consumer before the network thread waits.
     ///   - bufferByteCapacity: payload bytes that may wait; one message larger than that still
     ///     passes alone, so memory stays within about twice this plus the largest message.
     public init(
-        options: MQTTOptions, subscriptions: [String], qos: Int = 1, bufferCapacity: Int = 1024,
+        options: MQTTOptions, subscriptions: [String], qos: QoS = .atLeastOnce, bufferCapacity: Int = 1024,
         bufferByteCapacity: Int = MQTTEvents.defaultByteCapacity
     ) throws {
         try options.validate()
         for filter in subscriptions { try Topic.validateFilter(filter) }
-        try Topic.validateQoS(qos, what: "subscription qos")
         guard bufferCapacity >= 1 else { throw MQTTError.invalidOptions("bufferCapacity \(bufferCapacity) must be at least 1") }
         guard bufferByteCapacity >= 1 else {
             throw MQTTError.invalidOptions("bufferByteCapacity \(bufferByteCapacity) must be at least 1")
@@ -99,7 +98,7 @@ public final class MQTTClient: Sendable {
     /// Needs a live connection: while disconnected it throws `MQTTError.publishFailed` at any QoS
     /// (libmosquitto 2.0 does not queue for later), so a publisher keeps its latest state and sends
     /// it again on `.connected`.
-    public func publish(topic: String, payload: [UInt8], qos: Int = 0, retain: Bool = false) throws {
+    public func publish(topic: String, payload: [UInt8], qos: QoS = .atMostOnce, retain: Bool = false) throws {
         try connection.publish(topic: topic, payload: payload, qos: qos, retain: retain)
     }
 
@@ -186,11 +185,11 @@ final class Connection: @unchecked Sendable {
     /// Cuts the backoff sleep short when `stop` is called.
     private let wake = DispatchSemaphore(value: 0)
 
-    init(options: MQTTOptions, subscriptions: [String], qos: Int, events: MQTTEvents) throws {
+    init(options: MQTTOptions, subscriptions: [String], qos: QoS, events: MQTTEvents) throws {
         handle = try Self.makeHandle(options)
         self.options = options
         state = Mutex(State(subscriptions: Self.unique(subscriptions)))
-        self.qos = Int32(qos)
+        self.qos = qos.level
         self.events = events
         // Unretained: callbacks run only on the network thread, which holds a strong reference to
         // us for as long as it runs (see `start`).
@@ -279,7 +278,7 @@ final class Connection: @unchecked Sendable {
         if let will = options.will {
             try check(will.payload.withUnsafeBytes { payload in
                 will.topic.withCString {
-                    mosquitto_will_set(handle, $0, Int32(payload.count), payload.baseAddress, Int32(will.qos), will.retain)
+                    mosquitto_will_set(handle, $0, Int32(payload.count), payload.baseAddress, will.qos.level, will.retain)
                 }
             }, "mosquitto_will_set")
         }
@@ -459,10 +458,9 @@ final class Connection: @unchecked Sendable {
         return " (\(reason))"
     }
 
-    func publish(topic: String, payload: [UInt8], qos: Int, retain: Bool) throws {
+    func publish(topic: String, payload: [UInt8], qos: QoS, retain: Bool) throws {
         do {
             try Topic.validatePublish(topic, what: "topic")
-            try Topic.validateQoS(qos, what: "qos")
         } catch {
             throw MQTTError.publishFailed(topic: topic, reason: error.description)
         }
@@ -470,7 +468,7 @@ final class Connection: @unchecked Sendable {
         guard payload.count <= 268_435_455 else {
             throw MQTTError.publishFailed(topic: topic, reason: "payload of \(payload.count) bytes is too large")
         }
-        let rc = rawPublish(topic: topic, payload: payload, qos: Int32(qos), retain: retain, mid: nil)
+        let rc = rawPublish(topic: topic, payload: payload, qos: qos.level, retain: retain, mid: nil)
         if rc != success { throw MQTTError.publishFailed(topic: topic, reason: mosquittoErrorText(rc)) }
     }
 
@@ -486,7 +484,7 @@ final class Connection: @unchecked Sendable {
         state.withLock { $0.collectAcks = true; $0.ackedMids = [] }
         defer { state.withLock { $0.collectAcks = false; $0.ackedMids = [] } }
         var mid: Int32 = 0
-        guard rawPublish(topic: message.topic, payload: message.payload, qos: 1, retain: message.retain, mid: &mid) == success else { return }
+        guard rawPublish(topic: message.topic, payload: message.payload, qos: QoS.atLeastOnce.level, retain: message.retain, mid: &mid) == success else { return }
         let deadline = DispatchTime.now() + finalMessageTimeout
         while !state.withLock({ $0.ackedMids.contains(mid) }) {
             if acked.wait(timeout: deadline) == .timedOut { return }

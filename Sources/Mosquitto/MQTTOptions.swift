@@ -18,10 +18,10 @@ public enum ProtocolVersion: Sendable, Equatable {
 public struct Will: Sendable, Equatable {
     public var topic: String
     public var payload: [UInt8]
-    public var qos: Int
+    public var qos: QoS
     public var retain: Bool
 
-    public init(topic: String, payload: [UInt8], qos: Int = 1, retain: Bool = true) {
+    public init(topic: String, payload: [UInt8], qos: QoS = .atLeastOnce, retain: Bool = true) {
         self.topic = topic
         self.payload = payload
         self.qos = qos
@@ -116,10 +116,7 @@ public struct MQTTOptions: Sendable {
         if reconnectDelay.min < 1 || reconnectDelay.max < reconnectDelay.min || reconnectDelay.max > 86_400 {
             throw fail("reconnectDelay must satisfy 1 <= min <= max <= 86400 s (got \(reconnectDelay.min)...\(reconnectDelay.max))")
         }
-        if let will {
-            try Topic.validatePublish(will.topic, what: "will topic")
-            try Topic.validateQoS(will.qos, what: "will qos")
-        }
+        if let will { try Topic.validatePublish(will.topic, what: "will topic") }
         if let tls {
             if let ca = tls.caFile { try Self.requireReadable(ca, what: "tls caFile") }
             switch (tls.certFile, tls.keyFile) {
@@ -191,10 +188,6 @@ enum Topic {
         if !ok {
             throw .invalidOptions("subscription '\(filter)' is not a valid topic filter ('+' and '#' only as whole levels, '#' last)")
         }
-    }
-
-    static func validateQoS(_ qos: Int, what: String) throws(MQTTError) {
-        if !(0...2).contains(qos) { throw .invalidOptions("\(what) \(qos) is not 0, 1 or 2") }
     }
 }
 

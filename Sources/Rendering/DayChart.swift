@@ -18,22 +18,23 @@ public struct PowerHistory: Sendable {
     }
 
     private(set) var pushes: [Push] = []
-    /// Per place: the node's latest name, and the first color it had that was not gray (gray only
-    /// says "held" and would make every held line look alike).
+    /// Per place: the node's latest name, and the first color it had while not held (a held node
+    /// is sent gray, which would make every held line look alike).
     private(set) var names: [NodePlace: String] = [:]
     private(set) var colors: [NodePlace: WidgetColor] = [:]
     private(set) var unit: String?
 
     public init(zone: any LocalTimeZone) { self.zone = zone }
 
-    /// Takes the whole document after a push at `at`. Pushes come in time order.
-    public mutating func record(_ flow: FlowContent, at: Date) {
+    /// Takes the whole document after a push at `at`, `held` the places the engine marked held in
+    /// it. Pushes come in time order.
+    public mutating func record(_ flow: FlowContent, held: Set<NodePlace>, at: Date) {
         var rates = [Double?](repeating: nil, count: NodePlace.count)
         for (place, node) in flow.nodes {
             guard let rate = node.rate, rate.isFinite else { continue }
             rates[place.index] = rate
             names[place] = node.name ?? FlowPicture.defaultName(of: place, inputCount: flow.inputs?.count ?? 0)
-            if colors[place] == nil, let color = WidgetColor(node.color), color != .gray { colors[place] = color }
+            if colors[place] == nil, !held.contains(place), let color = WidgetColor(node.color) { colors[place] = color }
         }
         unit = flow.unit
         pushes.append(Push(at: at, rates: rates))
@@ -160,7 +161,8 @@ public struct DayChart: Sendable {
                 present.insert(place)
                 let value = rate / divisor
                 let at = push.at
-                var line = lines[place] ?? Series(place: place, name: history.names[place] ?? "", color: history.colors[place] ?? .gray, segments: [])
+                var line = lines[place]
+                    ?? Series(place: place, name: history.names[place] ?? "", color: history.colors[place] ?? .slotDefault(place), segments: [])
                 if open.contains(place), let previous = line.segments[line.segments.count - 1].last {
                     if at > previous.at { line.segments[line.segments.count - 1].append(Sample(at: at, value: previous.value)) }
                     if value != previous.value { line.segments[line.segments.count - 1].append(Sample(at: at, value: value)) }
@@ -179,7 +181,7 @@ public struct DayChart: Sendable {
         var used: [WidgetColor] = []
         var spares = WidgetColor.spare[...]
         for position in ordered.indices {
-            var color = ordered[position].color == .gray ? WidgetColor.slotDefault(ordered[position].place) : ordered[position].color
+            var color = ordered[position].color
             if used.contains(color) { color = spares.popFirst() ?? color }
             used.append(color)
             ordered[position].color = color

@@ -9,22 +9,23 @@ public struct FlowArrow: Sendable, Equatable {
     public var to: NodePlace
     /// The size of the flow (always ≥ 0; the direction is `from` → `to`).
     public var rate: Double
-    /// The node it belongs to is held (gray): drawn as such.
-    public var isStale: Bool
+    /// The node it belongs to shows a held reading: drawn as such.
+    public var isHeld: Bool
 
-    public init(from: NodePlace, to: NodePlace, rate: Double, isStale: Bool) {
+    public init(from: NodePlace, to: NodePlace, rate: Double, isHeld: Bool) {
         self.from = from
         self.to = to
         self.rate = rate
-        self.isStale = isStale
+        self.isHeld = isHeld
     }
 
-    /// The arrows of a document, inputs first, then the exchange and the storage.
-    public static func arrows(of flow: FlowContent) -> [FlowArrow] {
+    /// The arrows of a document, inputs first, then the exchange and the storage; `held` are the
+    /// places the engine marks held.
+    public static func arrows(of flow: FlowContent, held: Set<NodePlace>) -> [FlowArrow] {
         var arrows: [FlowArrow] = []
         for (index, node) in (flow.inputs ?? []).enumerated() {
             if let rate = node.rate, rate > 0 {
-                arrows.append(FlowArrow(from: .input(index), to: .output, rate: rate, isStale: node.isStale))
+                arrows.append(FlowArrow(from: .input(index), to: .output, rate: rate, isHeld: held.contains(.input(index))))
             }
         }
         // + means "toward the home" on the exchange and "away from it" on the storage.
@@ -32,15 +33,10 @@ public struct FlowArrow: Sendable, Equatable {
             guard let node, let rate = node.rate, rate != 0 else { continue }
             let toHome = rate * inward > 0
             arrows.append(
-                FlowArrow(from: toHome ? place : .output, to: toHome ? .output : place, rate: abs(rate), isStale: node.isStale))
+                FlowArrow(from: toHome ? place : .output, to: toHome ? .output : place, rate: abs(rate), isHeld: held.contains(place)))
         }
         return arrows
     }
-}
-
-extension FlowNode {
-    /// The engine shows a held reading of a silent meter as a gray node: the picture draws it so.
-    public var isStale: Bool { WidgetColor(color) == .gray }
 }
 
 /// Where the nodes of a flow picture sit: the inputs in a row at the top, the home (the output,
@@ -83,16 +79,20 @@ public struct FlowLayout: Sendable, Equatable {
 /// An SVG picture of a flow widget's document: a card with the label and subtitle, a circle per
 /// node with its name, rate (with the content's unit), today's total and, on the storage, the level
 /// as a fill bar, and an arrow per flow whose direction follows the signs. Node colors are the
-/// document's; a gray node (held: its meter is silent) is drawn dashed and pale, its arrow too.
+/// document's; a node the engine marks held (its meter is silent; the widget is sent it gray) is
+/// drawn dashed and pale, its arrow too. A node the user colors gray is only gray.
 public struct FlowPicture: Sendable {
     public let flow: FlowContent
+    /// The places the engine marks held (`HeldMark.nodes`).
+    public let held: Set<NodePlace>
     public let layout: FlowLayout
     public let arrows: [FlowArrow]
 
-    public init(_ flow: FlowContent) {
+    public init(_ flow: FlowContent, held: Set<NodePlace>) {
         self.flow = flow
+        self.held = held
         layout = FlowLayout(flow)
-        arrows = FlowArrow.arrows(of: flow)
+        arrows = FlowArrow.arrows(of: flow, held: held)
     }
 
     var nodes: [(place: NodePlace, node: FlowNode)] { flow.nodes }
@@ -141,9 +141,9 @@ public struct FlowPicture: Sendable {
         let side = Point(x: -unit.y * head * 0.6, y: unit.x * head * 0.6)
         // The color of the node at the far end from the home.
         let colored = (arrow.from == .output ? arrow.to : arrow.from)
-        let paint = arrow.isStale ? WidgetColor.gray.hex : color(of: colored).onLight.hex
+        let paint = arrow.isHeld ? WidgetColor.gray.hex : color(of: colored).onLight.hex
         card.svg.group(
-            [("class", arrow.isStale ? "arrow stale" : "arrow"), ("data-from", arrow.from.description),
+            [("class", arrow.isHeld ? "arrow stale" : "arrow"), ("data-from", arrow.from.description),
              ("data-to", arrow.to.description), ("data-rate", SVGWriter.number(arrow.rate))]
         ) { svg in
             var line: [(String, String)] = [
@@ -152,7 +152,7 @@ public struct FlowPicture: Sendable {
                 ("stroke", paint), ("stroke-width", SVGWriter.number(width)),
             ]
             // Dashes with square ends: round caps would join them into a solid line.
-            line += arrow.isStale
+            line += arrow.isHeld
                 ? [("stroke-dasharray", "\(SVGWriter.number(width * 1.6 + 3)) \(SVGWriter.number(width + 4))")]
                 : [("stroke-linecap", "round")]
             svg.element("line", line)
@@ -164,23 +164,23 @@ public struct FlowPicture: Sendable {
     private func draw(_ node: FlowNode, at place: NodePlace, on card: inout Card) {
         let center = layout.center(of: place)
         let radius = FlowLayout.nodeRadius
-        let stale = node.isStale
+        let isHeld = held.contains(place)
         let own = color(of: place)
         let style = card.style
-        let ink = stale ? style.paleText : style.text
+        let ink = isHeld ? style.paleText : style.text
         card.svg.group(
-            [("class", stale ? "node stale" : "node"), ("data-place", place.description), ("data-stale", stale ? "true" : "false")]
+            [("class", isHeld ? "node stale" : "node"), ("data-place", place.description), ("data-stale", isHeld ? "true" : "false")]
         ) { svg in
             var circle: [(String, String)] = [
                 ("cx", SVGWriter.number(center.x)), ("cy", SVGWriter.number(center.y)), ("r", SVGWriter.number(radius)),
-                ("fill", (stale ? WidgetColor.gray : own).mixed(with: style.background, amount: stale ? 0.88 : 0.82).hex),
-                ("stroke", stale ? WidgetColor.gray.hex : own.onLight.hex), ("stroke-width", "3"),
+                ("fill", (isHeld ? WidgetColor.gray : own).mixed(with: style.background, amount: isHeld ? 0.88 : 0.82).hex),
+                ("stroke", isHeld ? WidgetColor.gray.hex : own.onLight.hex), ("stroke-width", "3"),
             ]
-            if stale { circle.append(("stroke-dasharray", "7 5")) }
+            if isHeld { circle.append(("stroke-dasharray", "7 5")) }
             svg.element("circle", circle)
 
             let inner = radius * 1.6
-            if let caption = stale ? "held" : direction(of: node, at: place) {
+            if let caption = isHeld ? "held" : direction(of: node, at: place) {
                 svg.label(caption, x: center.x, y: center.y - 17, size: 11, maxWidth: inner * 0.8, fill: style.paleText.hex, classes: "direction")
             }
             let rateText = node.rate.map { DisplayNumber.rate($0, unit: flow.unit) } ?? "–"
@@ -197,7 +197,7 @@ public struct FlowPicture: Sendable {
                 name, x: center.x, baseline: above ? center.y - radius - 12 : center.y + radius + 21, growsUp: above, size: 14,
                 maxWidth: nameWidth, weight: "600", fill: ink.hex, classes: "name")
             if place == .storage, let level = node.level {
-                drawLevel(min(100, max(0, level)), below: Point(x: center.x, y: nameBottom + 9), color: stale ? .gray : own, on: &svg, style: style)
+                drawLevel(min(100, max(0, level)), below: Point(x: center.x, y: nameBottom + 9), color: isHeld ? .gray : own, on: &svg, style: style)
             }
         }
     }

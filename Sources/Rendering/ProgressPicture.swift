@@ -32,7 +32,7 @@ public struct ProgressPicture: Sendable {
     }
 
     var rows: ArraySlice<StatRow> { (progress.statRows ?? []).prefix(Self.drawnRows) }
-    var trend: String? { rows.isEmpty ? progress.trend.flatMap { ["up", "down", "flat"].contains($0) ? $0 : nil } : nil }
+    var trend: ProgressContent.Trend? { rows.isEmpty ? progress.trend : nil }
 
     public func svg() -> String {
         let barY = Card.top(below: progress.shared) + 58
@@ -74,33 +74,34 @@ public struct ProgressPicture: Sendable {
     }
 
     /// A pill with a triangle (drawn, so no font needs the arrow glyphs) and the word.
-    private func drawTrend(_ trend: String, at corner: Point, on card: inout Card) {
+    private func drawTrend(_ trend: ProgressContent.Trend, at corner: Point, on card: inout Card) {
         let style = card.style
         let x = corner.x
         let y = corner.y
         let glyph: [Point] =
             switch trend {
-            case "up": [Point(x: x + 12, y: y + 19), Point(x: x + 24, y: y + 19), Point(x: x + 18, y: y + 9)]
-            case "down": [Point(x: x + 12, y: y + 9), Point(x: x + 24, y: y + 9), Point(x: x + 18, y: y + 19)]
-            default: [Point(x: x + 13, y: y + 8), Point(x: x + 13, y: y + 20), Point(x: x + 24, y: y + 14)]
+            case .up: [Point(x: x + 12, y: y + 19), Point(x: x + 24, y: y + 19), Point(x: x + 18, y: y + 9)]
+            case .down: [Point(x: x + 12, y: y + 9), Point(x: x + 24, y: y + 9), Point(x: x + 18, y: y + 19)]
+            case .flat: [Point(x: x + 13, y: y + 8), Point(x: x + 13, y: y + 20), Point(x: x + 24, y: y + 14)]
             }
-        card.svg.group([("class", "trend"), ("data-trend", trend)]) { svg in
+        card.svg.group([("class", "trend"), ("data-trend", trend.rawValue)]) { svg in
             svg.element(
                 "rect",
                 [("x", SVGWriter.number(x)), ("y", SVGWriter.number(y)), ("width", "84"), ("height", "28"), ("rx", "14"),
                  ("fill", style.text.mixed(with: style.background, amount: 0.9).hex)])
             svg.element("polygon", [("points", SVGWriter.points(glyph)), ("fill", style.text.hex)])
-            svg.label(trend, x: x + 32, y: y + 19, size: 14, anchor: "start", weight: "600", fill: style.text.hex)
+            svg.label(trend.rawValue, x: x + 32, y: y + 19, size: 14, anchor: "start", weight: "600", fill: style.text.hex)
         }
     }
 }
 
 /// The picture of any widget document.
 public enum WidgetPicture {
-    /// The SVG text of `content`. `at` is the moment shown (it places a progress window).
-    public static func svg(_ content: WidgetContent, at now: Date? = nil) -> String {
+    /// The SVG text of `content`, `held` what of it the engine marks held. `at` is the moment
+    /// shown (it places a progress window).
+    public static func svg(_ content: WidgetContent, held: HeldMark, at now: Date? = nil) -> String {
         switch content {
-        case .flow(let flow): FlowPicture(flow).svg()
+        case .flow(let flow): FlowPicture(flow, held: held.nodes).svg()
         case .progress(let progress): ProgressPicture(progress, at: now).svg()
         }
     }

@@ -8,23 +8,24 @@ import FoundationEssentials
 ///     12:41:07 battery: Battery 76% ↑; Charging 800 W, Charged today 3.2 kWh, Full in 1 h 20 min
 ///
 /// Signs are the widget's: the storage + filling, − draining; the exchange + importing, − exporting,
-/// said in words too. A gray node (a held reading of a silent meter) is marked `(held)`, as the
-/// picture draws it dashed. `run --summary` prints it under each push's NDJSON line.
+/// said in words too. What the engine marks held (a node or bar showing a held reading of a silent
+/// meter, `held`) is marked `(held)`, as the picture draws it dashed; a node the user colors gray is
+/// not. `run --summary` prints it under each push's NDJSON line.
 public enum PushSummary {
     /// The whole line: the push's local time (`HH:MM:SS` in `zone`), the widget and the document.
-    public static func line(widget: String, document: WidgetContent, at: Date, zone: any LocalTimeZone) -> String {
-        "\(zone.clockText(at: at, today: at, withSeconds: true)) \(widget): \(text(document, at: at, zone: zone))"
+    public static func line(widget: String, document: WidgetContent, held: HeldMark, at: Date, zone: any LocalTimeZone) -> String {
+        "\(zone.clockText(at: at, today: at, withSeconds: true)) \(widget): \(text(document, held: held, at: at, zone: zone))"
     }
 
     /// The document alone. `at` places a progress bar's self-advancing window (its fraction then).
-    public static func text(_ document: WidgetContent, at: Date, zone: any LocalTimeZone) -> String {
+    public static func text(_ document: WidgetContent, held: HeldMark, at: Date, zone: any LocalTimeZone) -> String {
         switch document {
-        case .flow(let flow): text(flow)
-        case .progress(let progress): text(progress, at: at, zone: zone)
+        case .flow(let flow): text(flow, held: held.nodes)
+        case .progress(let progress): text(progress, isHeld: held.bar, at: at, zone: zone)
         }
     }
 
-    static func text(_ flow: FlowContent) -> String {
+    static func text(_ flow: FlowContent, held: Set<NodePlace>) -> String {
         let nodes = flow.nodes
         guard !nodes.isEmpty else { return "no readings yet" }
         let inputCount = flow.inputs?.count ?? 0
@@ -41,7 +42,7 @@ public enum PushSummary {
                 if place == .exchange, let direction = direction(ofExchange: rate, unit: flow.unit) { words.append(direction) }
             }
             if place == .storage, let level = node.level { words.append(DisplayNumber.percent(level / 100)) }
-            if node.isStale { words.append("(held)") }
+            if held.contains(place) { words.append("(held)") }
             return words.joined(separator: " ")
         }
         let produced = nodes.filter { if case .input = $0.place { true } else { false } }.map { reading($0.place, $0.node) }
@@ -60,21 +61,28 @@ public enum PushSummary {
         return text
     }
 
-    static func text(_ progress: ProgressContent, at: Date, zone: any LocalTimeZone) -> String {
+    static func text(_ progress: ProgressContent, isHeld: Bool, at: Date, zone: any LocalTimeZone) -> String {
         var head = [DisplayNumber.percent(ProgressPicture.fraction(of: progress, at: at))]
         if let label = progress.shared.label { head.insert(label, at: 0) }
-        if let arrow = progress.trend.flatMap({ trendArrows[$0] }) { head.append(arrow) }
+        if let trend = progress.trend { head.append(arrow(trend)) }
         if let end = progress.endDate.flatMap(RFC3339.parse), progress.startDate != nil {
             head.append("→ 100% at \(zone.clockText(at: end, today: at))")
         }
-        if WidgetColor(progress.shared.accentColor) == .gray { head.append("(held)") }
+        if isHeld { head.append("(held)") }
         var text = head.joined(separator: " ")
         let rows = (progress.statRows ?? []).map { row in ([row.label, row.value] + (row.unit.map { [$0] } ?? [])).joined(separator: " ") }
         if !rows.isEmpty { text += "; " + rows.joined(separator: ", ") }
         return text
     }
 
-    static let trendArrows = ["up": "↑", "down": "↓", "flat": "→"]
+    /// The arrow the line shows a trend with.
+    static func arrow(_ trend: ProgressContent.Trend) -> String {
+        switch trend {
+        case .up: "↑"
+        case .down: "↓"
+        case .flat: "→"
+        }
+    }
 
     /// A rate's size for reading: in watts below 1 kW, in kW with one decimal above (`350 W`,
     /// `3.2 kW`); other units as the pictures print them.

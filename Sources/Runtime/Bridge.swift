@@ -144,7 +144,7 @@ final class Bridge: Sendable {
                 state.sequences[widget] = sequence
                 let item = WidgetPush(
                     widget: widget, at: at, sequence: sequence, patch: push.contentPatch, document: push.document,
-                    isFullContent: push.isFullContent)
+                    held: push.held, isFullContent: push.isFullContent)
                 for sink in sinks { sink.take(item) }
             case .diagnostic(let diagnostic):
                 log.log(diagnostic)

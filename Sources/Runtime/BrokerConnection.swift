@@ -77,7 +77,7 @@ final class BrokerConnection: Service {
         case .connected:
             log.log(.info, "connected to \(address), subscribed to \(client.subscriptions.count) topics")
             status.update { $0.broker = .connected }
-            if let statusTopic { messages.publish(topic: statusTopic, payload: "online", qos: 1, retain: true) }
+            if let statusTopic { messages.publish(topic: statusTopic, payload: "online", qos: .atLeastOnce, retain: true) }
             // What the broker may have lost meanwhile: the widgets' content, the discovery.
             for sink in sinks { sink.connected() }
             // Venus OS publishes nothing until asked: ask at once, not after an interval.

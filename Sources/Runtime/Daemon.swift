@@ -82,7 +82,7 @@ package struct Daemon {
         // The one broker connection: the sources' topics, flowbridge's status, the MQTT sink.
         let client: MQTTClient
         do {
-            client = try MQTTClient(options: config.mqtt.options(dryRun: dryRun), subscriptions: Self.subscriptions(of: config), qos: 1)
+            client = try MQTTClient(options: config.mqtt.options(dryRun: dryRun), subscriptions: Self.subscriptions(of: config), qos: .atLeastOnce)
         } catch { throw .mqttClient(error) }
         let sinks: [any Sink]
         do {

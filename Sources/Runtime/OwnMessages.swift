@@ -16,7 +16,7 @@ package final class OwnMessages: Sendable {
         self.log = log
     }
 
-    func publish(topic: String, payload: String = "", qos: Int = 0, retain: Bool = false) {
+    func publish(topic: String, payload: String = "", qos: QoS = .atMostOnce, retain: Bool = false) {
         do {
             try client.publish(topic: topic, payload: Array(payload.utf8), qos: qos, retain: retain)
             throttle.withLock { $0.clear(topic) }

@@ -19,7 +19,7 @@ enum SinkSelection {
         config: DaemonConfig, dryRun: Bool, summary: Bool = false, zone: any LocalTimeZone, client: MQTTClient, log: Logger
     ) throws -> [any Sink] {
         let describe: (@Sendable (OutgoingPush) -> String)? =
-            summary ? { @Sendable (push: OutgoingPush) in PushSummary.line(widget: push.widget, document: push.document, at: push.at, zone: zone) } : nil
+            summary ? { @Sendable (push: OutgoingPush) in PushSummary.line(widget: push.widget, document: push.document, held: push.held, at: push.at, zone: zone) } : nil
         func stdout() -> StdoutSink { StdoutSink(zone: zone, summary: describe, log: { [log] in log.log($0) }) }
         if dryRun {
             let skipped = config.pushes.map { "push:\($0.widget)" } + (config.output.mqtt == nil ? [] : ["output.mqtt"])

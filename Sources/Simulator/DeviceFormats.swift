@@ -1,12 +1,14 @@
+import Mosquitto
+
 /// One MQTT message as a device sends it.
 public struct DeviceMessage: Sendable, Equatable {
     public var topic: String
     public var payload: [UInt8]
     /// As the device sets it: a subscriber that starts later gets the last value at once.
     public var retain: Bool
-    public var qos: Int
+    public var qos: QoS
 
-    public init(topic: String, payload: String, retain: Bool, qos: Int) {
+    public init(topic: String, payload: String, retain: Bool, qos: QoS) {
         self.topic = topic
         self.payload = Array(payload.utf8)
         self.retain = retain
@@ -56,15 +58,15 @@ public enum HomeDevice: String, Sendable, CaseIterable {
             return zip(topics, [
                 DecimalText.fixed(state.solarW, 1), DecimalText.fixed(state.yieldTodayWh, 0),
                 DecimalText.fixed(state.yieldTotalWh / 1000, 3),
-            ]).map { DeviceMessage(topic: $0, payload: $1, retain: true, qos: 0) }
+            ]).map { DeviceMessage(topic: $0, payload: $1, retain: true, qos: .atMostOnce) }
         case .shellyPro3EM:
             return [
-                DeviceMessage(topic: topics[0], payload: ShellyStatus.em(state.phases), retain: false, qos: 1),
-                DeviceMessage(topic: topics[1], payload: ShellyStatus.emdata(state.phases), retain: false, qos: 1),
+                DeviceMessage(topic: topics[0], payload: ShellyStatus.em(state.phases), retain: false, qos: .atLeastOnce),
+                DeviceMessage(topic: topics[1], payload: ShellyStatus.emdata(state.phases), retain: false, qos: .atLeastOnce),
             ]
         case .evcc:
             return zip(topics, [DecimalText.evcc(-state.batteryW), DecimalText.evcc(state.socPercent)])
-                .map { DeviceMessage(topic: $0, payload: $1, retain: true, qos: 0) }
+                .map { DeviceMessage(topic: $0, payload: $1, retain: true, qos: .atMostOnce) }
         }
     }
 }

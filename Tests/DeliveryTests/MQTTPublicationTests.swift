@@ -1,6 +1,7 @@
 @testable import Delivery
 import FlowCore
 import FoundationEssentials
+import Mosquitto
 import Testing
 
 /// What the MQTT sink publishes when: pushes, connects, Home Assistant starting, reloads, and the
@@ -20,7 +21,7 @@ import Testing
 
     static func push(_ document: WidgetContent, after previous: WidgetContent? = nil, widget: String = "power") -> OutgoingPush {
         let patch = previous.flatMap { MergePatch.diff(from: $0.json, to: document.json) } ?? document.json
-        return OutgoingPush(widget: widget, at: Date(timeIntervalSince1970: 0), contentPatch: ContentPatch(patch), document: document, isFullContent: previous == nil)
+        return OutgoingPush(widget: widget, at: Date(timeIntervalSince1970: 0), contentPatch: ContentPatch(patch), document: document, held: .none, isFullContent: previous == nil)
     }
 
     /// Publishes everything (as a live connection does) and returns it.
@@ -41,9 +42,9 @@ import Testing
         let messages = publication.push(Self.push(second, after: first))
         #expect(messages.map(\.topic) == ["flowbridge/power/content", "flowbridge/power/patch"])
         #expect(Self.json(messages.first) == second.json)
-        #expect(messages[0].retain && messages[0].qos == 1)
+        #expect(messages[0].retain && messages[0].qos == .atLeastOnce)
         #expect(Self.json(messages.last) == ["flow": ["exchange": ["rate": -900]]])
-        #expect(!messages[1].retain && messages[1].qos == 0)
+        #expect(!messages[1].retain && messages[1].qos == .atMostOnce)
     }
 
     @Test func withoutRetainTheContentIsNotRetained() {
@@ -66,7 +67,7 @@ import Testing
         }
         let messages = publication.connected()
         let configs = messages.filter { $0.topic.hasPrefix("homeassistant/") }
-        #expect(configs.count == 6 && configs.allSatisfy { $0.retain && $0.qos == 1 })
+        #expect(configs.count == 6 && configs.allSatisfy { $0.retain && $0.qos == .atLeastOnce })
         let rest = messages.filter { !$0.topic.hasPrefix("homeassistant/") }
         // The garage widget has no document yet: nothing of it.
         #expect(rest.map(\.topic) == ["flowbridge/power/content", "flowbridge/power/sensors"])

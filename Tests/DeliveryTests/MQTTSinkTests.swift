@@ -2,6 +2,7 @@ import Delivery
 import Dispatch
 import FlowCore
 import FoundationEssentials
+import Mosquitto
 import Synchronization
 import Testing
 
@@ -29,7 +30,7 @@ import Testing
 
         var isConnected: Bool { up.load(ordering: .relaxed) }
 
-        func publish(topic: String, payload: [UInt8], qos: Int, retain: Bool) throws {
+        func publish(topic: String, payload: [UInt8], qos: QoS, retain: Bool) throws {
             if holding.load(ordering: .relaxed) { release.wait() }
             attempts.add(1, ordering: .relaxed)
             guard isConnected else { throw Refused() }

@@ -22,7 +22,7 @@ import Testing
             let patch = previous.map { MergePatch.diff(from: $0.json, to: document.json) ?? .object([:]) } ?? document.json
             return WidgetPush(
                 widget: widget, at: Date(timeIntervalSince1970: Double(index)), sequence: UInt64(index + 1), patch: patch,
-                document: document, isFullContent: previous == nil)
+                document: document, held: .none, isFullContent: previous == nil)
         }
     }
 

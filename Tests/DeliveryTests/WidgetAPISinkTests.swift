@@ -33,7 +33,7 @@ import Testing
             sequence = restarted ? 1 : sequence + 1
             let patch = previous.map { MergePatch.diff(from: $0.json, to: document.json) ?? [:] } ?? document.json
             return WidgetPush(
-                widget: widget, at: Date(), sequence: sequence, patch: patch, document: document, isFullContent: previous == nil)
+                widget: widget, at: Date(), sequence: sequence, patch: patch, document: document, held: .none, isFullContent: previous == nil)
         }
     }
 

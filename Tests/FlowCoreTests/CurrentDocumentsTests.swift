@@ -13,13 +13,13 @@ import Testing
         home.send("shellypro3em/status/em:0", #"{"total_act_power":-1400}"#, at: 1_780_000_001)
         home.send("evcc/site/battery/power", "-800", at: 1_780_000_002)
         home.send("evcc/site/battery/soc", "76", at: 1_780_000_003)
-        let pushed = try #require(home.pushes.last?.push.document)
+        let pushed = try #require(home.pushes.last?.push)
 
         var restored = FlowEngine(config: homeConfig(), zone: FixedOffsetZone())
         try restored.restore(home.engine.snapshot())
         #expect(restored.latestKnownTime == Date(timeIntervalSince1970: 1_780_000_003))
         let documents = restored.currentDocuments(at: try #require(restored.latestKnownTime))
-        #expect(documents == ["power": pushed])
+        #expect(documents == ["power": ShownDocument(content: pushed.document, held: pushed.held)])
     }
 
     /// At the state's latest time a reading that was stale then is drawn stale: here the solar
@@ -33,7 +33,7 @@ import Testing
         try restored.restore(home.engine.snapshot())
         let at = try #require(restored.latestKnownTime)
         #expect(at == Date(timeIntervalSince1970: 1_780_000_120))
-        guard case .flow(let flow) = restored.currentDocuments(at: at)["power"] else {
+        guard case .flow(let flow) = restored.currentDocuments(at: at)["power"]?.content else {
             Issue.record("no flow document")
             return
         }

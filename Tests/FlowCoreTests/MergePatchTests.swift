@@ -121,7 +121,7 @@ import Testing
             shared: SharedContent(
                 label: ["Battery", nil].randomElement(using: &random)!, subtitle: [nil, "Grid: no reading since 14:02"].randomElement(using: &random)!,
                 accentColor: [nil, "green", "gray"].randomElement(using: &random)!),
-            value: [nil, 0, 0.5, 0.76].randomElement(using: &random)!, trend: [nil, "up", "down"].randomElement(using: &random)!,
+            value: [nil, 0, 0.5, 0.76].randomElement(using: &random)!, trend: [nil, .up, .down].randomElement(using: &random)!,
             statRows: [nil, [], Array(rows.prefix(1)), rows].randomElement(using: &random)!,
             startDate: [nil, "2026-06-01T10:00:00Z"].randomElement(using: &random)!, endDate: [nil, "2026-06-01T12:24:00Z"].randomElement(using: &random)!)
     }

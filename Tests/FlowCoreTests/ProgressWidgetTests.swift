@@ -69,7 +69,7 @@ import Testing
         let (at, push) = try #require(home.pushes(of: "battery").last)
         let bar = try #require(home.progress("battery"))
         #expect(bar.value == test.levelPercent / 100)
-        #expect(bar.trend == "up")
+        #expect(bar.trend == .up)
         #expect(abs(try Self.fraction(bar, at: at) - test.levelPercent / 100) < 1e-4)
         let end = try #require(bar.endDate.flatMap(RFC3339.parse))
         #expect(abs(end.timeIntervalSince(at) - test.secondsToFull) <= 1)
@@ -187,7 +187,7 @@ import Testing
         home.send("bat", "0", at: afternoon + 1400)
         home.run(until: afternoon + 1410)
         let idle = try #require(home.progress("battery"))
-        #expect(idle.trend == "flat")
+        #expect(idle.trend == .flat)
         #expect(idle.startDate == nil && idle.endDate == nil)
         #expect(home.pushes(of: "battery").last?.push.patch["start_date"] == .null)
         #expect(idle.statRows?.first == StatRow(label: "Idle", value: "0", unit: "W"))
@@ -203,11 +203,11 @@ import Testing
         home.send("bat", "-300", at: afternoon + 1)
         home.send("bat", "0", at: afternoon + 2)
         let bar = try #require(home.progress("battery"))
-        #expect(bar.trend == "flat")
+        #expect(bar.trend == .flat)
         #expect(bar.statRows?.map(\.label) == ["Idle", "Charged today"])
         #expect(bar.startDate == nil && bar.endDate == nil)
         home.send("bat", "0.5", at: afternoon + 3)
-        #expect(home.progress("battery")?.trend == "up")
+        #expect(home.progress("battery")?.trend == .up)
         Self.expectValid(home)
     }
 
@@ -218,7 +218,7 @@ import Testing
         home.send("bat", "30", at: afternoon)
         let bar = try #require(home.progress("battery"))
         #expect(bar.value == 0.4)
-        #expect(bar.trend == "up")
+        #expect(bar.trend == .up)
         #expect(bar.startDate == nil && bar.endDate == nil)
         Self.expectValid(home)
     }
@@ -228,7 +228,7 @@ import Testing
         var rateDeadband: Double
         var capacityKWh: Double
         var batteryW: String
-        var trend: String
+        var trend: ProgressContent.Trend
         var testDescription: String { "\(batteryW) W into \(capacityKWh) kWh, rate_step \(rateStep), rate_deadband \(rateDeadband)" }
     }
 
@@ -236,9 +236,9 @@ import Testing
     /// 0 W, or an absurd capacity: the time to full is endless or beyond any date. The bar still
     /// goes out, valid, without a window.
     @Test(arguments: [
-        UnboundedCase(rateStep: 0, rateDeadband: 0, capacityKWh: 10, batteryW: "1e-300", trend: "up"),
-        UnboundedCase(rateStep: 0, rateDeadband: 0, capacityKWh: 10, batteryW: "5e-324", trend: "up"),
-        UnboundedCase(rateStep: 10, rateDeadband: 20, capacityKWh: 1e12, batteryW: "30", trend: "up"),
+        UnboundedCase(rateStep: 0, rateDeadband: 0, capacityKWh: 10, batteryW: "1e-300", trend: .up),
+        UnboundedCase(rateStep: 0, rateDeadband: 0, capacityKWh: 10, batteryW: "5e-324", trend: .up),
+        UnboundedCase(rateStep: 10, rateDeadband: 20, capacityKWh: 1e12, batteryW: "30", trend: .up),
     ])
     func anEndlessTimeToFullSendsTheBarWithoutAWindow(_ test: UnboundedCase) throws {
         let policy = PatchPolicyConfig(
@@ -278,7 +278,7 @@ import Testing
         home.send("d", "1250", at: afternoon + 1)  // discharging 1250 W: draining
         let shown = try #require(home.progress("battery"))
         #expect(shown.shared.label == "Battery" && shown.shared.accentColor == "green")
-        #expect(shown.trend == "down")
+        #expect(shown.trend == .down)
         #expect(shown.statRows == [StatRow(label: "Draining", value: "1250", unit: "W"), StatRow(label: "Empty in", value: "2 h")])  // 2.5 kWh at 1.25 kW
         Self.expectValid(home)
     }

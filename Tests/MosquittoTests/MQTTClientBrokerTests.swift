@@ -91,8 +91,8 @@ struct MQTTClientBrokerTests {
 
     // MARK: Publishing
 
-    @Test("a message published by the client reaches another client", arguments: [0, 1, 2])
-    func publish(qos: Int) async throws {
+    @Test("a message published by the client reaches another client", arguments: QoS.allCases)
+    func publish(qos: QoS) async throws {
         let broker = try await MosquittoBroker()
         let (client, log) = try Self.started(Self.options(broker), [])
         defer { client.stop() }
@@ -113,7 +113,7 @@ struct MQTTClientBrokerTests {
         await broker.kill()
         #expect(await log.nextDisconnect() != nil)
         #expect(!client.isConnected)
-        for qos in 0...2 {
+        for qos in QoS.allCases {
             #expect {
                 try client.publish(topic: "flowbridge/x", payload: [1], qos: qos)
             } throws: { error in
@@ -296,7 +296,7 @@ struct MQTTClientBrokerTests {
             $0.will = Will(topic: "flowbridge/status", payload: Array("offline".utf8))
         }, [])
         #expect(await log.nextConnected())
-        try client.publish(topic: "flowbridge/status", payload: Array("online".utf8), qos: 1, retain: true)
+        try client.publish(topic: "flowbridge/status", payload: Array("online".utf8), qos: .atLeastOnce, retain: true)
         #expect(try await broker.receive(topic: "flowbridge/status").map(\.text) == ["online"])
 
         client.stop(finalMessage: (topic: "flowbridge/status", payload: Array("offline".utf8), retain: true))
@@ -312,7 +312,7 @@ struct MQTTClientBrokerTests {
             $0.will = Will(topic: "flowbridge/status", payload: Array("will-fired".utf8))
         }, [])
         #expect(await log.nextConnected())
-        try client.publish(topic: "flowbridge/status", payload: Array("online".utf8), qos: 1, retain: true)
+        try client.publish(topic: "flowbridge/status", payload: Array("online".utf8), qos: .atLeastOnce, retain: true)
         #expect(try await broker.receive(topic: "flowbridge/status").map(\.text) == ["online"])
         client.stop()
         try await Task.sleep(for: .milliseconds(200))
@@ -331,7 +331,7 @@ struct MQTTClientBrokerTests {
         let (client, log) = try Self.started(options, [])
         defer { client.stop() }
         #expect(await log.nextConnected())
-        try client.publish(topic: "flowbridge/status", payload: Array("online".utf8), qos: 1, retain: true)
+        try client.publish(topic: "flowbridge/status", payload: Array("online".utf8), qos: .atLeastOnce, retain: true)
         #expect(try await broker.receive(topic: "flowbridge/status").map(\.text) == ["online"])
         // Another connection with the same client ID takes the session over: the broker closes
         // ours without a DISCONNECT from us, which is what a crash looks like to it.
@@ -397,7 +397,7 @@ struct MQTTClientBrokerTests {
         #expect(await publisherLog.nextConnected())
         let total = 300
         for n in 0..<total {
-            try publisher.publish(topic: "burst/\(n % 7)", payload: Array(String(n).utf8), qos: 1)
+            try publisher.publish(topic: "burst/\(n % 7)", payload: Array(String(n).utf8), qos: .atLeastOnce)
         }
         try await Task.sleep(for: .milliseconds(300))  // let the buffer fill and the producer block
         var received: [Int] = []

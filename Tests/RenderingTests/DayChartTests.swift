@@ -74,7 +74,7 @@ struct CentralEurope2026: LocalTimeZone {
     @Test(arguments: days)
     func oneSeriesPerNodeInTimeOrder(day: DayCase) throws {
         var history = PowerHistory(zone: CentralEurope2026())
-        for push in day.pushes { history.record(push.flow, at: RFC3339.parse(push.at)!) }
+        for push in day.pushes { history.record(push.flow, held: [], at: RFC3339.parse(push.at)!) }
         let charts = history.charts(title: "Power", through: nil)
         let chart = try #require(charts.first)
         #expect(charts.count == 1)
@@ -109,8 +109,8 @@ struct CentralEurope2026: LocalTimeZone {
     /// The y-range covers the data with round ticks: the largest export and the largest import fit.
     @Test func theValueAxisCoversTheData() throws {
         var history = PowerHistory(zone: CentralEurope2026())
-        history.record(Self.flow(solar: 7340, home: 200, battery: nil, grid: -7140), at: RFC3339.parse("2026-06-01T12:00:00Z")!)
-        history.record(Self.flow(solar: 0, home: 9870, battery: nil, grid: 9870), at: RFC3339.parse("2026-06-01T18:00:00Z")!)
+        history.record(Self.flow(solar: 7340, home: 200, battery: nil, grid: -7140), held: [], at: RFC3339.parse("2026-06-01T12:00:00Z")!)
+        history.record(Self.flow(solar: 0, home: 9870, battery: nil, grid: 9870), held: [], at: RFC3339.parse("2026-06-01T18:00:00Z")!)
         let axis = try #require(history.charts(title: "Power", through: nil).first?.axis)
         #expect(axis.lower <= -7.14 && axis.upper >= 9.87)
         #expect(axis.lower > -7.14 - axis.step && axis.upper < 9.87 + axis.step)
@@ -126,7 +126,7 @@ struct CentralEurope2026: LocalTimeZone {
     ])
     func theTimeAxisIsTheLocalDay(first: String, end: String, hours: Double, labels: [String]) throws {
         var history = PowerHistory(zone: CentralEurope2026())
-        history.record(Self.flow(solar: 100, home: 100, battery: nil, grid: 0), at: RFC3339.parse(first)!)
+        history.record(Self.flow(solar: 100, home: 100, battery: nil, grid: 0), held: [], at: RFC3339.parse(first)!)
         let chart = try #require(history.charts(title: "Power", through: RFC3339.parse(end)!).first)
         #expect(chart.day.lengthHours == hours)
         #expect(chart.series[0].samples.map(\.at) == [RFC3339.parse(first)!, RFC3339.parse(end)!])
@@ -138,8 +138,8 @@ struct CentralEurope2026: LocalTimeZone {
     /// at midnight, and the first ends there.
     @Test func aChartPerDayAcrossMidnight() throws {
         var history = PowerHistory(zone: CentralEurope2026())
-        history.record(Self.flow(solar: nil, home: 400, battery: nil, grid: 400), at: RFC3339.parse("2026-06-01T22:00:00+02:00")!)
-        history.record(Self.flow(solar: nil, home: 300, battery: nil, grid: 300), at: RFC3339.parse("2026-06-02T01:00:00+02:00")!)
+        history.record(Self.flow(solar: nil, home: 400, battery: nil, grid: 400), held: [], at: RFC3339.parse("2026-06-01T22:00:00+02:00")!)
+        history.record(Self.flow(solar: nil, home: 300, battery: nil, grid: 300), held: [], at: RFC3339.parse("2026-06-02T01:00:00+02:00")!)
         let charts = history.charts(title: "Power", through: RFC3339.parse("2026-06-02T02:00:00+02:00")!)
         #expect(charts.map(\.day.date.description) == ["2026-06-01", "2026-06-02"])
         let midnight = RFC3339.parse("2026-06-02T00:00:00+02:00")!
@@ -148,13 +148,13 @@ struct CentralEurope2026: LocalTimeZone {
         #expect(charts[1].series.first { $0.name == "Home" }?.samples.last?.value == 0.3)
     }
 
-    /// Every line its own color: the gray of a held node and a color two nodes share are replaced.
+    /// Every line its own color: the gray a held node is sent and a color two nodes share are replaced.
     @Test func everyLineHasItsOwnColor() throws {
         var history = PowerHistory(zone: CentralEurope2026())
         let flow = FlowContent(
             unit: "W", inputs: [FlowNode(name: "East", rate: 100, color: "yellow"), FlowNode(name: "West", rate: 200, color: "yellow")],
             output: FlowNode(name: "Home", rate: 300, color: "gray"))
-        history.record(flow, at: RFC3339.parse("2026-06-01T12:00:00Z")!)
+        history.record(flow, held: [.output], at: RFC3339.parse("2026-06-01T12:00:00Z")!)
         let colors = try #require(history.charts(title: "Power", through: nil).first).series.map(\.color)
         #expect(Set(colors).count == 3)
         #expect(!colors.contains(WidgetColor.gray))
@@ -167,7 +167,7 @@ struct CentralEurope2026: LocalTimeZone {
         let start = RFC3339.parse("2026-06-01T00:00:00+02:00")!
         for step in 0..<8640 {
             let rate = Double((step * 37) % 1000)
-            history.record(FlowContent(unit: "W", output: FlowNode(name: "Home", rate: rate)), at: start.addingTimeInterval(Double(step) * 10))
+            history.record(FlowContent(unit: "W", output: FlowNode(name: "Home", rate: rate)), held: [], at: start.addingTimeInterval(Double(step) * 10))
         }
         let chart = try #require(history.charts(title: "Power", through: start.addingTimeInterval(86_400)).first)
         let svg = try SVGTree.parse(chart.svg())

@@ -62,7 +62,7 @@ import Testing
 
     @Test(arguments: documents)
     func everyNodeAppearsWithItsNameAndRate(document: DocumentCase) throws {
-        let svg = try SVGTree.parse(FlowPicture(document.flow).svg())
+        let svg = try SVGTree.parse(FlowPicture(document.flow, held: []).svg())
         let nodes = svg.all("g", class: "node")
         #expect(nodes.count == document.shown.count)
         for shown in document.shown {
@@ -104,7 +104,7 @@ import Testing
         case .storage: flow.storage = node
         case .output: Issue.record("not a case")
         }
-        let picture = FlowPicture(flow)
+        let picture = FlowPicture(flow, held: [])
         let svg = try SVGTree.parse(picture.svg())
         let arrows = svg.all("g", class: "arrow")
         guard let expected = sign.arrow else {
@@ -145,7 +145,7 @@ import Testing
     /// Without an output node the arrows still meet: at a junction where the home would be.
     @Test func arrowsMeetAtAJunctionWithoutAnOutput() throws {
         let flow = FlowContent(unit: "W", inputs: [FlowNode(rate: 900)], exchange: FlowNode(rate: -900))
-        let svg = try SVGTree.parse(FlowPicture(flow).svg())
+        let svg = try SVGTree.parse(FlowPicture(flow, held: []).svg())
         #expect(svg.all("circle", class: "hub").count == 1)
         #expect(svg.all("g", class: "arrow").map { "\($0.attributes["data-from"] ?? "")→\($0.attributes["data-to"] ?? "")" } == [
             "inputs[0]→output", "output→exchange",
@@ -161,7 +161,7 @@ import Testing
         let flow = FlowContent(
             shared: SharedContent(label: name, subtitle: name), unit: "W<&>",
             inputs: [FlowNode(name: name, rate: 100)], exchange: FlowNode(name: name, rate: -100, color: name))
-        let text = FlowPicture(flow).svg()
+        let text = FlowPicture(flow, held: []).svg()
         let svg = try SVGTree.parse(text)
         #expect(svg.all("script").isEmpty)
         let expected = String(String.UnicodeScalarView(name.unicodeScalars.map { $0.value < 0x20 ? "\u{FFFD}" : $0 }))
@@ -174,7 +174,7 @@ import Testing
     @Test(arguments: [(0.0, "0%"), (12.5, "13%"), (76, "76%"), (100, "100%")])
     func batteryFillFollowsTheLevel(level: Double, text: String) throws {
         let flow = FlowContent(unit: "W", storage: FlowNode(name: "Battery", rate: 300, level: level, color: "green"))
-        let svg = try SVGTree.parse(FlowPicture(flow).svg())
+        let svg = try SVGTree.parse(FlowPicture(flow, held: []).svg())
         let bar = try #require(svg.all("g", class: "level").first)
         let track = try #require(bar.all("rect", class: "level-track").first?.number("width"))
         let fill = try #require(bar.all("rect", class: "level-fill").first?.number("width"))
@@ -185,13 +185,13 @@ import Testing
     /// Only the storage draws a level (the spec ignores it elsewhere), and a storage without one has no bar.
     @Test func onlyTheStorageDrawsALevel() throws {
         let withoutLevel = FlowContent(unit: "W", output: FlowNode(rate: 1, level: 50), storage: FlowNode(rate: 1))
-        #expect(try SVGTree.parse(FlowPicture(withoutLevel).svg()).all("g", class: "level").isEmpty)
+        #expect(try SVGTree.parse(FlowPicture(withoutLevel, held: []).svg()).all("g", class: "level").isEmpty)
     }
 
-    /// A gray node (a held reading of a silent meter) is drawn pale and dashed, captioned "held";
-    /// its arrow is gray and dashed too. Every slot, and only the gray one.
+    /// A node the engine marks held (a held reading of a silent meter, sent gray) is drawn pale and
+    /// dashed, captioned "held"; its arrow is gray and dashed too. Every slot, and only the held one.
     @Test(arguments: [FlowSlot.inputs, .output, .storage, .exchange])
-    func aGrayNodeIsDrawnStale(slot: FlowSlot) throws {
+    func aHeldNodeIsDrawnStale(slot: FlowSlot) throws {
         var flow = FlowContent(
             unit: "W", inputs: [FlowNode(name: "Solar", rate: 2000, color: "yellow")], output: FlowNode(name: "Home", rate: 600),
             storage: FlowNode(name: "Battery", rate: 900, level: 50, color: "green"), exchange: FlowNode(name: "Grid", rate: -500, color: "cyan"))
@@ -201,7 +201,13 @@ import Testing
         case .storage: flow.storage!.color = "gray"
         case .exchange: flow.exchange!.color = "gray"
         }
-        let svg = try SVGTree.parse(FlowPicture(flow).svg())
+        let place: NodePlace = switch slot {
+        case .inputs: .input(0)
+        case .output: .output
+        case .storage: .storage
+        case .exchange: .exchange
+        }
+        let svg = try SVGTree.parse(FlowPicture(flow, held: [place]).svg())
         for node in svg.all("g", class: "node") {
             let isStale = node.attributes["data-place"] == placeName(slot)
             #expect(node.attributes["data-stale"] == (isStale ? "true" : "false"))
@@ -220,7 +226,7 @@ import Testing
 
     /// An arrow's thickness grows with its flow.
     @Test func thickerArrowsForLargerFlows() throws {
-        let svg = try SVGTree.parse(FlowPicture(Self.spec).svg())
+        let svg = try SVGTree.parse(FlowPicture(Self.spec, held: []).svg())
         let widths = svg.all("g", class: "arrow").map { $0.all("line").first?.number("stroke-width") ?? 0 }
         // Solar 3200 W, grid 1400 W, battery 800 W, in that order.
         #expect(svg.all("g", class: "arrow").map { $0.attributes["data-rate"] } == ["3200", "1400", "800"])
@@ -230,18 +236,18 @@ import Testing
     /// Self-contained: nothing is fetched (no links, images, scripts, external styles or fonts).
     @Test(arguments: documents)
     func thePictureIsSelfContained(document: DocumentCase) throws {
-        let text = FlowPicture(document.flow).svg()
+        let text = FlowPicture(document.flow, held: []).svg()
         let svg = try SVGTree.parse(text)
         for forbidden in ["image", "script", "style", "use", "foreignObject", "a", "link"] { #expect(svg.all(forbidden).isEmpty) }
         #expect(!text.contains("href"))
         #expect(!text.contains("url("))
         #expect(!text.contains("@import"))
         #expect(svg.number("width") == FlowLayout.width)
-        #expect(svg.attributes["viewBox"] == "0 0 560 \(Int(FlowPicture(document.flow).layout.height))")
+        #expect(svg.attributes["viewBox"] == "0 0 560 \(Int(FlowPicture(document.flow, held: []).layout.height))")
     }
 
     @Test func anEmptyFlowSaysSo() throws {
-        let svg = try SVGTree.parse(FlowPicture(FlowContent(shared: SharedContent(label: "Power"))).svg())
+        let svg = try SVGTree.parse(FlowPicture(FlowContent(shared: SharedContent(label: "Power")), held: []).svg())
         #expect(svg.texts.contains("No readings yet"))
         #expect(svg.all("g", class: "node").isEmpty)
     }

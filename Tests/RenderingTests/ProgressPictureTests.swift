@@ -39,21 +39,21 @@ import Testing
 
     struct BelowCase: Sendable, CustomTestStringConvertible {
         var rows: [StatRow]?
-        var trend: String?
+        var trend: ProgressContent.Trend?
         var drawnRows: [[String]]
         var drawnTrend: String?
-        var testDescription: String { "\(rows?.count ?? 0) rows, trend \(trend ?? "none")" }
+        var testDescription: String { "\(rows?.count ?? 0) rows, trend \(trend?.rawValue ?? "none")" }
     }
 
     static let below: [BelowCase] = [
-        BelowCase(rows: nil, trend: "up", drawnRows: [], drawnTrend: "up"),
-        BelowCase(rows: nil, trend: "down", drawnRows: [], drawnTrend: "down"),
-        BelowCase(rows: nil, trend: "flat", drawnRows: [], drawnTrend: "flat"),
+        BelowCase(rows: nil, trend: .up, drawnRows: [], drawnTrend: "up"),
+        BelowCase(rows: nil, trend: .down, drawnRows: [], drawnTrend: "down"),
+        BelowCase(rows: nil, trend: .flat, drawnRows: [], drawnTrend: "flat"),
         BelowCase(rows: nil, trend: nil, drawnRows: [], drawnTrend: nil),
         // Stat rows take the trend's place; the first three are drawn.
         BelowCase(
             rows: [StatRow(label: "Acked", value: "6"), StatRow(label: "Total", value: "10"), StatRow(label: "Severity", value: "SEV-2")],
-            trend: "up", drawnRows: [["Acked", "6"], ["Total", "10"], ["Severity", "SEV-2"]], drawnTrend: nil),
+            trend: .up, drawnRows: [["Acked", "6"], ["Total", "10"], ["Severity", "SEV-2"]], drawnTrend: nil),
         BelowCase(
             rows: (1...6).map { StatRow(label: "Row \($0)", value: "\($0 * 10)", unit: $0 == 1 ? "kWh" : nil) }, trend: nil,
             drawnRows: [["Row 1", "10 kWh"], ["Row 2", "20"], ["Row 3", "30"]], drawnTrend: nil),
@@ -74,7 +74,7 @@ import Testing
         let name = #"<b>"Ack" & 'go'</b>"#
         let progress = ProgressContent(
             shared: SharedContent(label: name, subtitle: name), value: 0.5, statRows: [StatRow(label: name, value: name, unit: "<%>")])
-        let svg = try SVGTree.parse(WidgetPicture.svg(.progress(progress)))
+        let svg = try SVGTree.parse(WidgetPicture.svg(.progress(progress), held: .none))
         #expect(svg.all("b").isEmpty)
         #expect(svg.all("text", class: "stat-label").map(\.content) == [name])
         #expect(svg.all("text", class: "stat-value").map(\.content) == ["\(name) <%>"])

@@ -19,13 +19,15 @@ import Testing
 
     @Test func theSpecExampleReadsAsTheWidgetShowsIt() {
         #expect(
-            PushSummary.line(widget: "power", document: .flow(Self.specExample), at: Self.at, zone: Self.zone)
+            PushSummary.line(widget: "power", document: .flow(Self.specExample), held: .none, at: Self.at, zone: Self.zone)
                 == "12:41:07 power: Solar 3.2 kW → Home 1.0 kW, Battery +800 W 76%, Grid −1.4 kW export; today Solar 12.4 kWh, Home 9.8 kWh, Grid 3.1 kWh")
     }
 
     struct FlowCase: Sendable, CustomTestStringConvertible {
         var testDescription: String
         var flow: FlowContent
+        /// The places the engine marked held.
+        var held: Set<NodePlace> = []
         var expected: String
     }
 
@@ -51,7 +53,7 @@ import Testing
         FlowCase(
             testDescription: "no names: the slots'; a held grid is marked",
             flow: FlowContent(unit: "W", inputs: [node(nil, 900)], output: node(nil, 300), exchange: node(nil, -600, color: "gray")),
-            expected: "Input 900 W → Output 300 W, Exchange −600 W export (held)"),
+            held: [.exchange], expected: "Input 900 W → Output 300 W, Exchange −600 W export (held)"),
         FlowCase(
             testDescription: "kW as the widget's unit, rates as the pictures print them",
             flow: FlowContent(unit: "kW", inputs: [node("Solar", 3.25, total: 0.22)], output: node("Home", 1)),
@@ -63,12 +65,14 @@ import Testing
         FlowCase(testDescription: "nothing read yet", flow: FlowContent(unit: "W"), expected: "no readings yet"),
     ])
     func flowDocuments(_ example: FlowCase) {
-        #expect(PushSummary.text(.flow(example.flow), at: Self.at, zone: Self.zone) == example.expected)
+        #expect(PushSummary.text(.flow(example.flow), held: HeldMark(nodes: example.held), at: Self.at, zone: Self.zone) == example.expected)
     }
 
     struct ProgressCase: Sendable, CustomTestStringConvertible {
         var testDescription: String
         var progress: ProgressContent
+        /// The engine marked the bar held.
+        var isHeld = false
         var expected: String
     }
 
@@ -76,7 +80,7 @@ import Testing
         ProgressCase(
             testDescription: "a charging battery: its window advances the bar to 100% by the end",
             progress: ProgressContent(
-                shared: SharedContent(label: "Battery"), value: 0.5, trend: "up",
+                shared: SharedContent(label: "Battery"), value: 0.5, trend: .up,
                 statRows: [StatRow(label: "Charging", value: "800", unit: "W"), StatRow(label: "Full in", value: "1 h 20 min")],
                 startDate: "2026-06-21T09:41:07Z", endDate: "2026-06-21T11:41:07Z"),
             expected: "Battery 50% ↑ → 100% at 13:41; Charging 800 W, Full in 1 h 20 min"),
@@ -88,15 +92,12 @@ import Testing
             expected: "Self-sufficiency 87%; Home 9.8 kWh, From grid 1.2 kWh"),
         ProgressCase(
             testDescription: "a draining battery whose meter went silent: gray, held",
-            progress: ProgressContent(shared: SharedContent(label: "Battery", accentColor: "gray"), value: 0.31, trend: "down"),
-            expected: "Battery 31% ↓ (held)"),
-        ProgressCase(
-            testDescription: "no label, a trend the spec does not know is left out",
-            progress: ProgressContent(value: 1, trend: "sideways"),
-            expected: "100%"),
+            progress: ProgressContent(shared: SharedContent(label: "Battery", accentColor: "gray"), value: 0.31, trend: .down),
+            isHeld: true, expected: "Battery 31% ↓ (held)"),
+        ProgressCase(testDescription: "no label, no trend", progress: ProgressContent(value: 1), expected: "100%"),
     ])
     func progressDocuments(_ example: ProgressCase) {
-        #expect(PushSummary.text(.progress(example.progress), at: Self.at, zone: Self.zone) == example.expected)
+        #expect(PushSummary.text(.progress(example.progress), held: HeldMark(bar: example.isHeld), at: Self.at, zone: Self.zone) == example.expected)
     }
 
     /// The line's time is the push's in the zone given, and the fraction of a window is the one at
@@ -104,7 +105,7 @@ import Testing
     @Test func theTimeIsThePushsInTheZone() {
         let window = ProgressContent(value: 0, startDate: "2026-06-21T10:00:00Z", endDate: "2026-06-21T12:00:00Z")
         let later = Self.at.addingTimeInterval(3600)
-        #expect(PushSummary.line(widget: "bar", document: .progress(window), at: Self.at, zone: FixedOffsetZone()) == "10:41:07 bar: 34% → 100% at 12:00")
-        #expect(PushSummary.line(widget: "bar", document: .progress(window), at: later, zone: Self.zone) == "13:41:07 bar: 84% → 100% at 14:00")
+        #expect(PushSummary.line(widget: "bar", document: .progress(window), held: .none, at: Self.at, zone: FixedOffsetZone()) == "10:41:07 bar: 34% → 100% at 12:00")
+        #expect(PushSummary.line(widget: "bar", document: .progress(window), held: .none, at: later, zone: Self.zone) == "13:41:07 bar: 84% → 100% at 14:00")
     }
 }

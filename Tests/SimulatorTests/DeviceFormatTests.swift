@@ -1,5 +1,6 @@
 import FlowCore
 import Foundation
+import Mosquitto
 @testable import Simulator
 import Testing
 
@@ -84,8 +85,8 @@ import Testing
 
     /// Retained where the real device retains: OpenDTU (its default), evcc (always); the Shelly's
     /// status notifications are not. Shelly speaks QoS 1.
-    @Test(arguments: [(HomeDevice.openDTU, true, 0), (.shellyPro3EM, false, 1), (.evcc, true, 0)])
-    func retainAndQoSAsTheDevicesSendThem(device: HomeDevice, retain: Bool, qos: Int) {
+    @Test(arguments: [(HomeDevice.openDTU, true, QoS.atMostOnce), (.shellyPro3EM, false, .atLeastOnce), (.evcc, true, .atMostOnce)])
+    func retainAndQoSAsTheDevicesSendThem(device: HomeDevice, retain: Bool, qos: QoS) {
         let messages = Self.messages(device)[0].messages
         #expect(messages.allSatisfy { $0.retain == retain && $0.qos == qos })
         #expect(messages.map(\.topic) == device.topics(profile: .demo))

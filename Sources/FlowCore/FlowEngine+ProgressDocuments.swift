@@ -11,6 +11,8 @@ extension FlowEngine {
         var rateW: Double?
         /// When the level it shows was read (`GaugeState.shownLevelAt`).
         var levelAt: Date?
+        /// The bar shows a held reading of a silent meter (and is gray for it).
+        var isHeld = false
     }
 
     /// The document of progress widget `position` at `now`, quantized per its policy; nil while it
@@ -33,6 +35,7 @@ extension FlowEngine {
         if gauge.config.staleMarker, !silent.isEmpty {
             document.content.shared.subtitle = staleSubtitle(silent, at: now)
             document.content.shared.accentColor = Self.staleColor
+            document.isHeld = true
         }
         return document
     }
@@ -55,7 +58,7 @@ extension FlowEngine {
             let shown = policy.holding(PatchPolicy.quantize(measured.raw, step: policy.rateStep), shown: gauge.shownRateW)
             rate = shown
             let direction = policy.direction(ofRate: shown)
-            content.trend = direction > 0 ? "up" : direction < 0 ? "down" : "flat"
+            content.trend = direction > 0 ? .up : direction < 0 ? .down : .flat
             rows.append(StatRow(label: direction > 0 ? "Charging" : direction < 0 ? "Draining" : "Idle", value: JSONValue.format(abs(shown)), unit: "W"))
             if !measured.heldFor.isEmpty { silent.append((nodeName(node), heldSince(measured.heldFor, at: now))) }
         }
@@ -212,20 +215,11 @@ extension FlowEngine {
         let name = gauges[position].config.name
         let content = WidgetContent.progress(document.content)
         guard isValid(content.validate(now: now), of: name, at: now, into: &out) else { return }
-        if let push = gauges[position].policy.offer(content, at: now, urgent: urgent) {
+        if var push = gauges[position].policy.offer(content, at: now, urgent: urgent) {
+            push.held = HeldMark(bar: document.isHeld)
             gauges[position].shownRateW = document.rateW
             gauges[position].shownLevelAt = document.levelAt
             out.append(.push(widget: name, at: now, push))
         }
     }
-}
-
-extension EnergyTotal {
-    /// Whether the total counts anything yet: an integral always, a counter once it has read.
-    var isCounting: Bool { direction != nil || counter?.last != nil }
-}
-
-extension ProgressContent {
-    /// The spec's bound: a date no more than 366 days ahead.
-    static let latestDateSeconds = 366.0 * 86_400
 }

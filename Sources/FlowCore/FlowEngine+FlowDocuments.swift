@@ -1,0 +1,78 @@
+import FoundationEssentials
+
+/// From the nodes' values to a flow widget's document (`spec/flow-template.txt`), quantized per its
+/// policy, and its offer to the patch policy.
+extension FlowEngine {
+    /// The widget's content now, quantized per its policy. A node showing a held reading of a
+    /// silent meter is gray and marked held, and the subtitle says which meters are silent since
+    /// when (unless the widget's `stale_marker` is off).
+    mutating func content(of position: Int, at now: Date, into out: inout [Output]) -> (flow: FlowContent, held: Set<NodePlace>) {
+        // The widget's parts are read in place: a copy of the whole widget state is made for
+        // nothing at every message.
+        let policy = widgets[position].config.policy
+        let staleMarker = widgets[position].config.staleMarker
+        var content = FlowContent(shared: widgets[position].config.shared, unit: widgets[position].config.unit)
+        // Nodes whose meters are silent while the widget shows their last reading, and since when.
+        var silent: [Int: Date] = [:]
+        var held: Set<NodePlace> = []
+        for index in widgets[position].nodes.indices {
+            let node = widgets[position].nodes[index]
+            guard let value = value(of: node, inWidget: position, at: now) else { continue }
+            if let parts = value.parts { widgets[position].lastKnownBalance = parts.raw }
+            checkSigns(of: node, value: value, at: position, now: now, into: &out)
+            let rate = node.isMagnitude ? max(0, value.raw) : value.raw
+            var total: Double?
+            if let energy = node.total, energy.isCounting {
+                total = PatchPolicy.quantize(energy.energyKWh, step: policy.totalStep)
+            }
+            var level: Double?
+            if let source = node.level, let reading = sources[source].reading {
+                level = min(100, max(0, PatchPolicy.quantize(reading.value, step: policy.levelStep)))
+            }
+            // Its place in the document: an input by its index among the inputs drawn.
+            let place = node.place.slot == .inputs ? .input(content.inputs?.count ?? 0) : node.place
+            var color = node.config.color
+            if staleMarker, !value.heldFor.isEmpty {
+                color = Self.staleColor
+                held.insert(place)
+                noteSilent(index, heldFor: value.heldFor, inWidget: position, at: now, into: &silent)
+            }
+            let shown = FlowNode(
+                name: node.config.name, rate: PatchPolicy.quantize(rate, step: policy.rateStep), total: total,
+                level: level, icon: node.config.icon, color: color)
+            switch node.place {
+            case .input: content.inputs = (content.inputs ?? []) + [shown]
+            case .output: content.output = shown
+            case .storage: content.storage = shown
+            case .exchange: content.exchange = shown
+            }
+        }
+        if !silent.isEmpty { content.shared.subtitle = staleSubtitle(silentNames(silent, inWidget: position), at: now) }
+        return (content, held)
+    }
+
+    /// Offers the widget's content to its policy; a push goes out when the policy says so. While a
+    /// burst of readings is still settling, an ordinary offer waits for its end.
+    mutating func offer(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
+        if !urgent, widgets[position].policy.isSettling(at: now) { return }
+        let (candidate, held) = content(of: position, at: now, into: &out)
+        let name = widgets[position].config.name
+        if candidate.inputs == nil, candidate.output == nil, candidate.storage == nil, candidate.exchange == nil {
+            // Nothing to show: quiet before the first reading; later (every slot cleared as stale)
+            // the widget cannot be sent an empty flow, so it keeps its last document, and the log says so.
+            if widgets[position].policy.delivered != nil {
+                note(.warning, key: "cleared:\(name)", at: now, into: &out) {
+                    "widget '\(name)': every slot is stale and cleared; the widget keeps showing its last document"
+                }
+            }
+            return
+        }
+        var violations: [ContentViolation] = []
+        candidate.validate(into: &violations)
+        guard isValid(violations, of: name, at: now, into: &out) else { return }
+        if var push = widgets[position].policy.offer(flow: candidate, at: now, urgent: urgent) {
+            push.held = HeldMark(nodes: held)
+            out.append(.push(widget: name, at: now, push))
+        }
+    }
+}

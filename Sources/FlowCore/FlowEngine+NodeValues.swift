@@ -1,0 +1,124 @@
+import FoundationEssentials
+
+/// What a node shows before its document is made: a measured node's sum of terms with its
+/// `when_stale`, the derived output's balance (known, unknown or not yet), and the rates the totals
+/// integrate.
+extension FlowEngine {
+    typealias BalanceParts = (raw: Double, inputs: Double, exchange: Double, storage: Double)
+
+    /// The derived output's balance at an instant.
+    enum Balance {
+        case known(BalanceParts)
+        /// A stale exchange or storage term (these sources) makes it unknown: never dropped
+        /// silently, or the output would disagree with what the widget shows for them.
+        case unknown(stale: [Int])
+        /// A measured node has never read.
+        case notYet
+    }
+
+    /// A node's signed value before the slot's clamp.
+    struct NodeValue {
+        var raw: Double
+        /// The balance's parts while the derived output is known: what the sign check reads.
+        var parts: BalanceParts?
+        /// Silent sources whose last reading the node shows (`when_stale: hold`): the stale marker
+        /// grays the node and names them.
+        var heldFor: [Int] = []
+    }
+
+    /// The sum of a measured node's terms with its `when_stale`; nil while one of them has never
+    /// read, or when a stale one clears the node.
+    func measured(_ node: NodeState, at now: Date) -> NodeValue? {
+        var result = NodeValue(raw: 0)
+        for term in node.terms {
+            guard let value = value(ofSource: term.source, at: now) else { return nil }
+            if isStale(source: term.source, at: now) {
+                switch node.config.whenStale {
+                case .hold: if isSilent(source: term.source, at: now) { result.heldFor.append(term.source) }
+                case .zero: continue
+                case .clear: return nil
+                }
+            }
+            result.raw += term.sign * value
+        }
+        return result
+    }
+
+    /// Σ inputs + exchange − storage of widget `position`. A stale input counts 0 W (inverters
+    /// sleep at night); a stale exchange or storage makes the balance unknown. Asked several times
+    /// per message, so it reads the nodes in place rather than copying them.
+    func balance(ofWidget position: Int, at now: Date) -> Balance {
+        var parts: BalanceParts = (0, 0, 0, 0)
+        var stale: [Int] = []
+        for index in widgets[position].nodes.indices where !widgets[position].nodes[index].isBalance {
+            let slot = widgets[position].nodes[index].place.slot
+            var sum = 0.0
+            for term in widgets[position].nodes[index].terms {
+                guard let value = value(ofSource: term.source, at: now) else { return .notYet }
+                if isStale(source: term.source, at: now) {
+                    if slot != .inputs { stale.append(term.source) }
+                    continue
+                }
+                sum += term.sign * value
+            }
+            switch slot {
+            case .inputs: parts.inputs += max(0, sum)
+            case .exchange: parts.exchange = sum
+            case .storage: parts.storage = sum
+            case .output: break
+            }
+        }
+        guard stale.isEmpty else { return .unknown(stale: stale) }
+        parts.raw = parts.inputs + parts.exchange - parts.storage
+        return .known(parts)
+    }
+
+    /// A node's value as the widget shows it (before the slot's clamp), or nil when it is not
+    /// drawn. An unknown balance follows the output's `when_stale`: hold keeps the last known
+    /// value, zero shows 0, clear removes the node.
+    func value(of node: NodeState, inWidget position: Int, at now: Date) -> NodeValue? {
+        guard node.isBalance else { return measured(node, at: now) }
+        switch balance(ofWidget: position, at: now) {
+        case .known(let parts):
+            return NodeValue(raw: parts.raw, parts: parts)
+        case .notYet:
+            return nil
+        case .unknown(let stale):
+            switch node.config.whenStale {
+            case .hold:
+                return widgets[position].lastKnownBalance.map { NodeValue(raw: $0, heldFor: stale.filter { isSilent(source: $0, at: now) }) }
+            case .zero: return NodeValue(raw: 0)
+            case .clear: return nil
+            }
+        }
+    }
+
+    /// The rate a node shows (before quantizing), or nil when it is not drawn.
+    func rate(of node: NodeState, inWidget position: Int, at now: Date) -> Double? {
+        value(of: node, inWidget: position, at: now).map { node.isMagnitude ? max(0, $0.raw) : $0.raw }
+    }
+
+    /// The rate a node's total integrates: the shown rate, except that an unknown balance is no
+    /// rate at all (a held value is no energy).
+    func integrationRate(of node: NodeState, inWidget position: Int, at now: Date) -> Double? {
+        guard node.isBalance else { return rate(of: node, inWidget: position, at: now) }
+        guard case .known(let parts) = balance(ofWidget: position, at: now) else { return nil }
+        return max(0, parts.raw)
+    }
+
+    /// Remembers the balance while it is known (between offers: a burst still settling).
+    mutating func noteBalance(of position: Int, at now: Date) {
+        guard widgets[position].balanceNode != nil, case .known(let parts) = balance(ofWidget: position, at: now) else { return }
+        widgets[position].lastKnownBalance = parts.raw
+    }
+
+    /// The balance turned unknown (a term went stale): its total stops here, so that no energy is
+    /// counted across the unknown stretch when the readings return.
+    mutating func interruptUnknownBalances(at now: Date) {
+        for position in widgets.indices {
+            guard let node = widgets[position].balanceNode, widgets[position].nodes[node].total?.lastSample != nil else { continue }
+            if case .known = balance(ofWidget: position, at: now) { continue }
+            widgets[position].nodes[node].total?.interrupt()
+        }
+    }
+}

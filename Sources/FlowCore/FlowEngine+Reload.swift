@@ -1,0 +1,37 @@
+import FoundationEssentials
+
+/// A reloaded config: the new engine takes over what the old one had sent and knew of the
+/// connection.
+extension FlowEngine {
+    /// Takes over what the widgets of `old` (the engine of a config being reloaded) were sent, for
+    /// widgets of the same name: the next push is a patch from what each widget shows. And what
+    /// `old` knew of the connection: when it subscribed, and which sources of the same name spoke.
+    public mutating func adoptDeliveries(from old: FlowEngine) {
+        for position in widgets.indices {
+            let name = widgets[position].config.name
+            if let previous = old.policy(ofWidget: name) { widgets[position].policy.adopt(previous) }
+            if let previous = old.widgets.first(where: { $0.config.name == name }) {
+                widgets[position].lastKnownBalance = previous.lastKnownBalance
+            }
+        }
+        for position in gauges.indices {
+            let name = gauges[position].config.name
+            if let previous = old.policy(ofWidget: name) { gauges[position].policy.adopt(previous) }
+            if let previous = old.gauges.first(where: { $0.config.name == name }) {
+                gauges[position].shownRateW = previous.shownRateW
+                gauges[position].shownLevelAt = previous.shownLevelAt
+            }
+        }
+        subscribedAt = old.subscribedAt
+        for position in sources.indices {
+            if let previous = old.sources.first(where: { $0.config.name == sources[position].config.name }) {
+                sources[position].adoptSession(from: previous)
+            }
+        }
+    }
+
+    /// The policy of the widget of this name, flow or progress.
+    func policy(ofWidget name: String) -> PatchPolicy? {
+        widgets.first { $0.config.name == name }?.policy ?? gauges.first { $0.config.name == name }?.policy
+    }
+}

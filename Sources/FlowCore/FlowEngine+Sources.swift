@@ -1,0 +1,242 @@
+import FoundationEssentials
+
+/// Messages in: a message's readings taken per source (decoded, checked against the source's
+/// limits, counted), the totals they move, and the widgets they touch offered; what each source
+/// has sent, whether its reading is fresh, and whether it fell silent.
+extension FlowEngine {
+    /// Takes one MQTT message received at `time`.
+    ///
+    /// A `retained` message is the broker's copy of an old publish, hours old perhaps: it counts as
+    /// already stale for a source with `stale_after` (its first live update refreshes it), though
+    /// never older than a reading already taken (the broker re-sends it on every reconnect), and
+    /// nothing is integrated from it. (The daemon passes false when MQTT 5 message expiry vouches
+    /// for it.) A message dated before the latest event is late: its reading may show, it counts
+    /// no energy; one dated far ahead on a later day is ignored until the next events confirm it.
+    public mutating func receive(topic: String, payload: [UInt8], at time: Date, retained: Bool = false) -> [Output] {
+        var out: [Output] = []
+        let verdict = timeline.classify(time, dayEnd: day?.end, jumpSeconds: jumpSeconds)
+        guard let now = take(time, verdict, into: &out) else { return out }
+        var matched = exactTopics[topic] ?? []
+        for (filter, source) in wildcardTopics where filter.matches(topic) { matched.append(source) }
+        let kind: ReadingKind = verdict == .late ? .late : retained ? .retained : .live
+        // Every source the message feeds reads first (one Tasmota payload can hold the power and
+        // the day's energy), then the totals move, all with the same readings.
+        let accepted = matched.filter { accept(payload, topic: topic, for: $0, at: now, kind: kind, into: &out) }
+        // Widgets are read in place, by position: a copy of one retains all of its parts.
+        if kind != .late {
+            for source in accepted {
+                for position in widgets.indices where widgets[position].reads.contains(source) {
+                    account(source, in: position, at: now, integrating: kind == .live, into: &out)
+                }
+            }
+        }
+        // A late reading shows as of the latest event: no push is stamped back in time.
+        let shownAt = kind == .late ? clock ?? now : now
+        // The widgets the accepted readings touch, in order.
+        for position in widgets.indices where accepted.contains(where: { widgets[position].reads.contains($0) }) {
+            if widgets[position].policy.readingArrived(at: shownAt) {
+                offer(position, at: shownAt, urgent: false, into: &out)
+            } else {
+                noteBalance(of: position, at: shownAt)
+            }
+        }
+        // The bars after the flows: the totals they read are up to date.
+        for position in gauges.indices where accepted.contains(where: gauges[position].reads.contains) {
+            if gauges[position].policy.readingArrived(at: shownAt) { offerGauge(position, at: shownAt, urgent: false, into: &out) }
+        }
+        return out
+    }
+
+    /// Sources that have sent nothing at all since the subscription, past their grace: for the
+    /// daemon's status line.
+    public var silentSources: [String] {
+        sources.filter { $0.reportedSilent && !$0.heard }.map(\.config.name)
+    }
+
+    /// What each source has received so far.
+    public var sourceStats: [String: SourceStats] {
+        Dictionary(uniqueKeysWithValues: sources.map { ($0.config.name, $0.stats) })
+    }
+
+    /// The latest reading of each source that has one (for `combine: sum`, the sum of its topics'
+    /// as of the latest of them).
+    public var readings: [String: Reading] {
+        var all: [String: Reading] = [:]
+        for source in sources { all[source.config.name] = source.reading }
+        return all
+    }
+
+    // MARK: - Freshness
+    //
+    // Read through the engine, property by property: a call on `sources[i]` itself copies the
+    // whole source state (its config's texts and arrays retained and released), per message.
+
+    func isStale(source position: Int, at now: Date) -> Bool {
+        guard let reading = sources[position].reading else { return false }
+        return SourceState.isStale(reading, at: now, after: sources[position].config.staleAfterSeconds)
+    }
+
+    /// The source's number at `now`; nil before its first reading. A `combine: sum` source that
+    /// is not stale reads the sum of its fresh topics: a silent inverter reads 0 W.
+    func value(ofSource position: Int, at now: Date) -> Double? {
+        guard let reading = sources[position].reading else { return nil }
+        guard sources[position].config.combine == .sum, !isStale(source: position, at: now) else { return reading.value }
+        let staleAfter = sources[position].config.staleAfterSeconds
+        var sum = 0.0
+        for part in sources[position].topics.values where !SourceState.isStale(part, at: now, after: staleAfter) { sum += part.value }
+        return sum
+    }
+
+    /// True once no value has arrived for `stale_after`: the meter went silent. (A retained copy is
+    /// stale at once, but its source is silent only once a live update is overdue.)
+    func isSilent(source position: Int, at now: Date) -> Bool {
+        guard let staleAfter = sources[position].config.staleAfterSeconds, let heardAt = sources[position].lastValueAt else { return false }
+        return now.timeIntervalSince(heardAt) >= staleAfter
+    }
+
+    // MARK: - Readings
+
+    /// Plausible energy counters: anything beyond is a broken device or a wrong unit.
+    static let maxEnergyKWh = 1_000_000_000.0
+
+    /// Decodes a payload into the source's reading. Returns false when it changed no reading.
+    mutating func accept(
+        _ payload: [UInt8], topic: String, for position: Int, at now: Date, kind: ReadingKind, into out: inout [Output]
+    ) -> Bool {
+        let setup = sources[position].setup  // one retain; `source` is read in place
+        var source: SourceConfig { setup.config }
+        hear(position, topic: topic, at: now, into: &out)
+        guard payload.count <= source.maxPayloadBytes else {
+            sources[position].stats.oversized += 1
+            let count = sources[position].stats.oversized
+            note(.warning, key: "oversize:\(source.name)", at: now, into: &out) {
+                "source '\(source.name)' (topic \(topic)): a payload of \(payload.count) bytes is beyond its max_payload (\(source.maxPayloadBytes) bytes); not read (\(count) so far)"
+            }
+            return false
+        }
+        let decoded = source.decoder.decode(payload)
+        if source.decoder.path != nil { watchField(position, missing: decoded == .noField, at: now, into: &out) }
+        let problem: String
+        switch decoded {
+        case .noReading:
+            sources[position].stats.noReading += 1
+            return false
+        case .noField:
+            sources[position].stats.withoutField += 1
+            return false
+        case .invalid(let why):
+            problem = why
+        case .value(let raw):
+            let value = source.convert(raw)
+            switch source.unit.quantity {
+            case .power where abs(value) > source.maxPowerW:
+                problem = "\(JSONValue.format(value.rounded())) W is beyond the source's max_power (\(JSONValue.format(source.maxPowerW)) W): a glitch, or a wrong unit or scale (a site that large says so with max_power)"
+            case .energy where value < 0 || value > Self.maxEnergyKWh:
+                problem = "\(JSONValue.format(value)) kWh is not a plausible energy counter"
+            case .level where !(0...100).contains(value):
+                problem = "\(JSONValue.format(value)) % is outside 0…100"
+            default:
+                if source.combine == .sum, sources[position].topics[topic] == nil,
+                    sources[position].topics.count >= SourceState.maxTopics
+                {
+                    note(.warning, key: "topics:\(source.name)", at: now, into: &out) {
+                        "source '\(source.name)' (topic \(source.topic)): \(topic) is left out of the sum, which reads at most \(SourceState.maxTopics) topics; narrow the topic filter"
+                    }
+                    return false
+                }
+                return sources[position].take(value, topic: topic, at: now, kind: kind)
+            }
+        }
+        sources[position].stats.rejected += 1
+        let count = sources[position].stats.rejected
+        note(.warning, key: "reject:\(source.name)", at: now, into: &out) {
+            "source '\(source.name)' (topic \(topic)): \(problem); reading ignored (\(count) so far)"
+        }
+        return false
+    }
+
+    /// Brings the totals of widget `position` up to date with a new reading of `source`.
+    mutating func account(_ source: Int, in position: Int, at now: Date, integrating: Bool, into out: inout [Output]) {
+        for node in integrating ? widgets[position].integrateOn[source] ?? [] : [] {
+            let state = widgets[position].nodes[node]
+            guard let rate = integrationRate(of: state, inWidget: position, at: now) else {
+                // Unknown from here (a balance with a stale term): nothing counts across the gap.
+                widgets[position].nodes[node].total?.interrupt()
+                continue
+            }
+            widgets[position].nodes[node].total?.integrate(rateW: rate, at: now, maxGapSeconds: state.maxGapSeconds)
+        }
+        guard let reading = sources[source].reading else { return }
+        let maxPowerW = sources[source].config.maxPowerW
+        for node in widgets[position].nodes.indices where widgets[position].nodes[node].counter == source {
+            if let recount = widgets[position].nodes[node].total?.read(counterKWh: reading.value, at: now, maxPowerW: maxPowerW) {
+                report(recount, of: source, at: now, into: &out)
+            }
+        }
+    }
+
+    /// Says what a confirmed counter jump or reset did, and why.
+    mutating func report(_ recount: CounterTrack.Recount, of position: Int, at now: Date, into out: inout [Output]) {
+        let source = sources[position].config
+        let from = JSONValue.format(PatchPolicy.quantize(recount.fromKWh, step: 0.001))
+        let to = JSONValue.format(PatchPolicy.quantize(recount.toKWh, step: 0.001))
+        let kept = JSONValue.format(PatchPolicy.quantize(recount.keptKWh, step: 0.001))
+        switch recount.kind {
+        case .reset:
+            note(.info, key: "counter:\(source.name)", at: now, into: &out) {
+                "source '\(source.name)' (topic \(source.topic)): the counter went back from \(from) to \(to) kWh and the next reading carried on from there: the device restarted its count; today's \(kept) kWh are kept and counting goes on"
+            }
+        case .jump:
+            note(.warning, key: "counter:\(source.name)", at: now, into: &out) {
+                "source '\(source.name)' (topic \(source.topic)): the counter jumped from \(from) to \(to) kWh, more than its max_power (\(JSONValue.format(source.maxPowerW)) W) could deliver in the time, and the next reading carried on from there: taken as a new count (a swapped meter, a reboot that read it again), not as energy; today's \(kept) kWh are kept"
+            }
+        }
+    }
+
+    // MARK: - Silence
+
+    /// A message for the source, readable or not: it is not silent.
+    mutating func hear(_ position: Int, topic: String, at now: Date, into out: inout [Output]) {
+        guard !sources[position].heard else { return }
+        sources[position].heard = true
+        if sources[position].reportedSilent, let subscribedAt {
+            let name = sources[position].config.name
+            out.append(.diagnostic(Diagnostic(
+                .info, "source '\(name)' (topic \(topic)) reports after all, \(durationText(seconds: now.timeIntervalSince(subscribedAt))) after the subscription")))
+        }
+    }
+
+    /// One warning per source that sent nothing at all within its grace after the subscription.
+    mutating func reportSilentSources(at now: Date, into out: inout [Output]) {
+        guard let subscribedAt else { return }
+        for position in sources.indices where !sources[position].heard && !sources[position].reportedSilent {
+            let source = sources[position].config
+            let waited = now.timeIntervalSince(subscribedAt)
+            guard waited >= source.silenceGraceSeconds else { continue }
+            sources[position].reportedSilent = true
+            out.append(.diagnostic(Diagnostic(
+                .warning,
+                "source '\(source.name)' (topic \(source.topic)): no message at all in the \(durationText(seconds: waited)) since the subscription at \(zone.clockText(at: subscribedAt, today: now)); is the topic right (a typo?) and is the meter on?"
+            )))
+        }
+    }
+
+    /// Counts a message of a source with a `json:` field; says, now and then, how many lacked it.
+    mutating func watchField(_ position: Int, missing: Bool, at now: Date, into out: inout [Output]) {
+        guard let summary = sources[position].fieldWatch.count(missing: missing, at: now) else { return }
+        let source = sources[position].config
+        let path = source.decoder.path?.description ?? ""
+        let since = zone.clockText(at: summary.since, today: now)
+        if summary.missing == summary.messages {
+            out.append(.diagnostic(Diagnostic(
+                .warning,
+                "source '\(source.name)' (topic \(source.topic)): none of the \(summary.messages) messages since \(since) held the field \(path); check `json:` against what the device publishes"
+            )))
+        } else {
+            out.append(.diagnostic(Diagnostic(
+                .info,
+                "source '\(source.name)' (topic \(source.topic)): \(summary.missing) of \(summary.messages) messages since \(since) held no field \(path) and were skipped (normal on a topic that carries several kinds of messages, such as Shelly's events/rpc)"
+            )))
+        }
+    }
+}

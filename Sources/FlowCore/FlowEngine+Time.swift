@@ -1,0 +1,202 @@
+import FoundationEssentials
+
+/// Time passing: ticks at the deadlines, the timeline's verdict on each event's time, a wall clock
+/// that stepped, and the local day closed at midnight.
+extension FlowEngine {
+    /// Lets time pass: stale readings, settled bursts, held-back pushes, silent sources and local
+    /// midnight take effect.
+    public mutating func tick(at time: Date) -> [Output] {
+        var out: [Output] = []
+        let verdict = timeline.classify(time, dayEnd: day?.end, jumpSeconds: jumpSeconds)
+        guard let now = take(time, verdict, into: &out), verdict != .late else { return out }
+        interruptUnknownBalances(at: now)
+        reportSilentSources(at: now, into: &out)
+        offerAll(at: now, urgent: false, into: &out)
+        return out
+    }
+
+    /// Ticks at every deadline up to and including `end`, in order: what a live clock would have
+    /// done between two events. An `end` before the latest event, or far ahead on a later day, runs
+    /// nothing until a later event confirms the clock moved (replay ticks through each message's
+    /// time before taking the message, so one line dated tomorrow must not close today).
+    public mutating func tick(through end: Date) -> [Output] {
+        var out: [Output] = []
+        let verdict = timeline.classify(end, dayEnd: day?.end, jumpSeconds: jumpSeconds)
+        switch verdict {
+        case .late, .ahead:
+            _ = take(end, verdict, into: &out)
+            return out
+        case .stepped:
+            return tick(at: end)
+        case .onTime:
+            break
+        }
+        // Before the first event (a fresh or restored engine) nothing is due yet; after a clock
+        // that jumped days ahead, one tick closes the days at once instead of one by one.
+        guard let clock, let day, end.timeIntervalSince(max(clock, day.end)) < 3 * 86_400 else {
+            return tick(at: end)
+        }
+        while let deadline = nextDeadline, deadline <= end {
+            out += tick(at: deadline)
+        }
+        timeline.take(end, .onTime)
+        return out
+    }
+
+    /// The daemon's subscription is in place (its first successful connection): from `now` on, a
+    /// source that sends nothing at all within its `stale_after` (60 s for `stale_after: never`)
+    /// is warned about once, naming its topic: a typo, an unplugged meter. Later calls change
+    /// nothing. Returns what falls due up to `now`.
+    public mutating func subscribed(at now: Date) -> [Output] {
+        if subscribedAt == nil { subscribedAt = now }
+        return tick(through: now)
+    }
+
+    /// The wall clock stepped by `seconds` (ahead when positive) without that time passing: the
+    /// daemon saw its wall clock move differently from its monotonic clock. Believed at once:
+    /// nothing is integrated across the step; the ages of readings, the silence of sources and the
+    /// policies' intervals count what really passed; the day follows the clock (a step ahead past
+    /// midnight closes the day, a step back past it counts on under the earlier date).
+    public mutating func clockStepped(by seconds: Double, at now: Date) -> [Output] {
+        var out: [Output] = []
+        for position in sources.indices { sources[position].shift(by: seconds) }
+        for position in gauges.indices { gauges[position].policy.shift(by: seconds) }
+        for position in widgets.indices {
+            widgets[position].policy.shift(by: seconds)
+            clampWatches[position].reset()
+            for node in widgets[position].nodes.indices { widgets[position].nodes[node].total?.clockStepped(by: seconds) }
+        }
+        subscribedAt = subscribedAt?.addingTimeInterval(seconds)
+        timeline.reset(to: now)
+        out.append(.diagnostic(Diagnostic(
+            .warning,
+            "the system clock stepped \(seconds > 0 ? "ahead" : "back") by \(durationText(seconds: seconds)) (now \(zone.clockText(at: now, withSeconds: true)) \(zone.identifier)); no energy is counted across the step"
+        )))
+        advanceDay(to: now, into: &out)
+        offerAll(at: now, urgent: false, into: &out)
+        return out
+    }
+
+    /// When the engine next needs a `tick`, if nothing arrives before: a settled burst, the end of
+    /// a held-back push's interval, a reading turning stale, a silent source's grace, or local
+    /// midnight. Asked before every message, so it allocates nothing.
+    public var nextDeadline: Date? {
+        var next: Date?
+        let clock = self.clock
+        func consider(_ deadline: Date) {
+            if clock.map({ deadline > $0 }) ?? true, next.map({ deadline < $0 }) ?? true { next = deadline }
+        }
+        // By index, property by property: copies of the widgets' and sources' states would retain
+        // and release all of them, per message.
+        for position in widgets.indices {
+            if let deadline = widgets[position].policy.deadline { consider(deadline) }
+        }
+        for position in gauges.indices {
+            if let deadline = gauges[position].policy.deadline { consider(deadline) }
+        }
+        if let day { consider(day.end) }
+        for position in sources.indices {
+            if let subscribedAt, !sources[position].heard, !sources[position].reportedSilent {
+                consider(subscribedAt.addingTimeInterval(sources[position].config.silenceGraceSeconds))
+            }
+            guard let staleAfter = sources[position].config.staleAfterSeconds, let reading = sources[position].reading else { continue }
+            consider(reading.at.addingTimeInterval(staleAfter))
+            // A retained copy is stale at once but marked only once a live update is overdue.
+            if let heard = sources[position].lastValueAt, heard > reading.at { consider(heard.addingTimeInterval(staleAfter)) }
+            if sources[position].config.combine == .sum {
+                for part in sources[position].topics.values { consider(part.at.addingTimeInterval(staleAfter)) }
+            }
+        }
+        return next
+    }
+
+    /// The latest moment the engine knows of: its clock, else (a restored state, before any event)
+    /// its newest reading or sample of a total. Nil for a state without any.
+    public var latestKnownTime: Date? {
+        if let clock { return clock }
+        var times = sources.compactMap { $0.reading?.at }
+        for widget in widgets {
+            for node in widget.nodes {
+                if let sample = node.total?.lastSample { times.append(node.total?.countedUntil ?? sample.at) }
+                if let counted = node.total?.counter?.lastAt { times.append(counted) }
+            }
+        }
+        return times.max()
+    }
+
+    // MARK: - Time
+
+    /// Applies the timeline's verdict on an event at `time`. Returns the time to take it at, or nil
+    /// when the event is ignored (far ahead, unconfirmed).
+    mutating func take(_ time: Date, _ verdict: EventTimeline.Verdict, into out: inout [Output]) -> Date? {
+        let latest = timeline.latest
+        let now = timeline.effectiveTime(time, verdict)
+        timeline.take(time, verdict)
+        switch verdict {
+        case .onTime:
+            advanceDay(to: now, into: &out)
+        case .late:
+            break
+        case .ahead(let first):
+            if first, let latest {
+                let zone = self.zone
+                note(.warning, key: "clock-ahead", at: latest, into: &out) {
+                    "an event dated \(zone.clockText(at: now, withSeconds: true)) is \(durationText(seconds: now.timeIntervalSince(latest))) after the latest (\(zone.clockText(at: latest, withSeconds: true))), on a later day: ignored unless the next events confirm that the clock moved on"
+                }
+            }
+            return nil
+        case .stepped(let from):
+            let zone = self.zone
+            note(.warning, key: "clock-step", at: now, into: &out) {
+                "the clock moved \(now > from ? "ahead" : "back") from \(zone.clockText(at: from, withSeconds: true)) to \(zone.clockText(at: now, withSeconds: true)) (\(zone.identifier)), confirmed by the events since; no energy is counted across the step"
+            }
+            advanceDay(to: now, into: &out)
+        }
+        return now
+    }
+
+    // MARK: - The day
+
+    /// Closes every local day that ended before `now`; the widgets get their reset totals at once.
+    mutating func advanceDay(to now: Date, into out: inout [Output]) {
+        guard var current = day else {
+            day = zone.day(containing: now)
+            return
+        }
+        if now < current.start {
+            // The clock went back past midnight (NTP correcting a clock that ran ahead, or a state
+            // saved under such a clock): the energy counted is this day's, under its right date.
+            let corrected = zone.day(containing: now)
+            let zoneName = zone.identifier
+            note(.warning, key: "clock", at: now, into: &out) {
+                "the clock went back to before \(current.date) (\(zoneName)); the totals count on as \(corrected.date)"
+            }
+            day = corrected
+            return
+        }
+        guard now >= current.end else { return }
+        var closedDays = 0
+        while now >= current.end {
+            var closed = ClosedDay(date: current.date, totalsKWh: [:])
+            for position in widgets.indices {
+                for node in widgets[position].nodes.indices {
+                    let key = "\(widgets[position].config.name)/\(widgets[position].nodes[node].place)"
+                    let gap = widgets[position].nodes[node].maxGapSeconds
+                    if let energy = widgets[position].nodes[node].total?.closeDay(at: current.end, maxGapSeconds: gap) {
+                        closed.totalsKWh[key] = energy
+                    }
+                }
+            }
+            lastClosedDay = closed
+            if closedDays == 0 {
+                let summary = closed.totalsKWh.keys.sorted().map { "\($0) \(JSONValue.format(PatchPolicy.quantize(closed.totalsKWh[$0]!, step: 0.001))) kWh" }
+                out.append(.diagnostic(Diagnostic(.info, "day \(current.date) (\(zone.identifier)) closed: \(summary.isEmpty ? "no totals" : summary.joined(separator: ", "))")))
+            }
+            closedDays += 1
+            // After a long downtime, jump to today instead of closing empty days one by one.
+            current = closedDays > 3 ? zone.day(containing: now) : zone.day(after: current)
+        }
+        day = current
+        offerAll(at: now, urgent: true, into: &out)
+    }
+}
