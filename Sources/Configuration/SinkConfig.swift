@@ -146,13 +146,13 @@ extension ConfigLoader {
         default: break
         }
         if let methods = map.value("methods"), var methodMap = reader.mapping(methods, map.childPath("methods")) {
-            func method(_ key: String) -> String? {
+            func method(_ key: String) -> HTTPMethod? {
                 guard let word = methodMap.text(key) else { return nil }
-                guard !word.isEmpty, word.allSatisfy({ $0.isASCII && $0.isUppercase }) else {
-                    reader.report(methodMap.childPath(key), methodMap.value(key), "'\(word)' is not an HTTP method (PUT, PATCH, POST)")
+                guard let method = HTTPMethod(rawValue: word) else {
+                    reader.report(methodMap.childPath(key), methodMap.value(key), "'\(word)' is not an HTTP method (\(HTTPMethod.allCases.map(\.rawValue).joined(separator: ", ")))")
                     return nil
                 }
-                return word
+                return method
             }
             api.replaceMethod = method("replace") ?? api.replaceMethod
             api.patchMethod = method("patch") ?? api.patchMethod
