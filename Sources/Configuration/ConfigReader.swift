@@ -1,7 +1,3 @@
-import FlowCore
-import Persistence
-import Platform
-
 /// One thing wrong with a config file, with the key path and the line it concerns.
 public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
     public var path: String
@@ -24,66 +20,13 @@ public struct ConfigError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// Reads typed values out of a YAML mapping, remembering the key path and collecting problems
-/// instead of stopping at the first. Keys a mapping has but nobody asked for are reported as unknown
-/// (a typo such as `stale_afer` must not be silently ignored).
+/// Collects the problems of a config instead of stopping at the first, so a user fixes them in one
+/// go. The typed reads are `ConfigValue`'s, the keys of a mapping `MappingReader`'s.
 package final class ConfigReader {
     private(set) var problems: [ConfigProblem] = []
 
     func report(_ path: String, _ node: YAMLNode?, _ message: String) {
         problems.append(ConfigProblem(path: path, line: node?.mark.line, message: message))
-    }
-
-    /// A mapping's pairs by key text, checking that it is a mapping.
-    func mapping(_ node: YAMLNode, _ path: String) -> MappingReader? {
-        guard let pairs = node.pairs else {
-            report(path, node, "expected a mapping, found \(node.describedKind)")
-            return nil
-        }
-        return MappingReader(reader: self, node: node, pairs: pairs, path: path)
-    }
-
-    func text(_ node: YAMLNode, _ path: String) -> String? {
-        guard let text = node.scalarValue, !node.isNull else {
-            report(path, node, "expected a text, found \(node.describedKind)")
-            return nil
-        }
-        return text
-    }
-
-    func number(_ node: YAMLNode, _ path: String) -> Double? {
-        guard let text = node.scalarValue, node.scalarStyle == .plain, let value = Double(text), value.isFinite else {
-            report(path, node, "expected a number, found \(node.describedKind)")
-            return nil
-        }
-        return value
-    }
-
-    func flag(_ node: YAMLNode, _ path: String) -> Bool? {
-        switch node.scalarStyle == .plain ? node.scalarValue?.lowercased() : nil {
-        case "true", "yes", "on": return true
-        case "false", "no", "off": return false
-        default:
-            report(path, node, "expected true or false, found \(node.describedKind)")
-            return nil
-        }
-    }
-
-    /// `90s`, `5m`, `1h`, `250ms`, or a plain number of seconds.
-    func duration(_ node: YAMLNode, _ path: String) -> Double? {
-        guard let text = node.scalarValue, !node.isNull else {
-            report(path, node, "expected a duration such as 90s or 5m, found \(node.describedKind)")
-            return nil
-        }
-        guard let seconds = Self.seconds(text) else {
-            report(path, node, "'\(text)' is not a duration (write e.g. 90s, 5m, 1h)")
-            return nil
-        }
-        guard seconds <= Self.longestSeconds else {
-            report(path, node, "'\(text)' is longer than 365d, the longest duration the config takes")
-            return nil
-        }
-        return seconds
     }
 
     /// A year: any longer duration is a typo. The timers count in whole seconds, milliseconds or
@@ -102,58 +45,50 @@ package final class ConfigReader {
         if let value = Double(text), value.isFinite, value >= 0 { return value }
         return nil
     }
-
-    /// One of a fixed set of words.
-    func choice<T: RawRepresentable & CaseIterable>(_ node: YAMLNode, _ path: String, as: T.Type) -> T? where T.RawValue == String {
-        guard let text = text(node, path) else { return nil }
-        if let value = T(rawValue: text) { return value }
-        report(path, node, "'\(text)' is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
-        return nil
-    }
 }
 
-/// A mapping being read: which keys were taken, which are left.
+/// A mapping being read: which keys were taken, which are left. Keys a mapping has but nobody
+/// asked for are reported as unknown (a typo such as `stale_afer` must not be silently ignored).
 struct MappingReader {
-    let reader: ConfigReader
-    let node: YAMLNode
+    /// The mapping itself, with its path.
+    let mapping: ConfigNode
     let pairs: [(key: YAMLNode, value: YAMLNode)]
-    let path: String
     private var taken: Set<String> = []
 
-    init(reader: ConfigReader, node: YAMLNode, pairs: [(key: YAMLNode, value: YAMLNode)], path: String) {
-        self.reader = reader
-        self.node = node
+    init(_ mapping: ConfigNode, pairs: [(key: YAMLNode, value: YAMLNode)]) {
+        self.mapping = mapping
         self.pairs = pairs
-        self.path = path
     }
 
-    func childPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
-
-    /// The value under `key`; a null value counts as absent.
-    mutating func value(_ key: String) -> YAMLNode? {
+    /// The value under `key`, at its key path; a null value counts as absent.
+    mutating func field(_ key: String) -> ConfigNode? {
         taken.insert(key)
         guard let value = pairs.first(where: { $0.key.scalarValue == key })?.value, !value.isNull else { return nil }
-        return value
+        return ConfigNode(value, path: mapping.childPath(key), reader: mapping.reader)
     }
 
-    mutating func required(_ key: String) -> YAMLNode? {
-        guard let value = value(key) else {
-            reader.report(childPath(key), node, "is required")
+    mutating func required(_ key: String) -> ConfigNode? {
+        guard let value = field(key) else {
+            mapping.report(at: key, "is required")
             return nil
         }
         return value
     }
 
-    mutating func text(_ key: String) -> String? { value(key).flatMap { reader.text($0, childPath(key)) } }
-    mutating func number(_ key: String) -> Double? { value(key).flatMap { reader.number($0, childPath(key)) } }
-    mutating func flag(_ key: String) -> Bool? { value(key).flatMap { reader.flag($0, childPath(key)) } }
-    mutating func duration(_ key: String) -> Double? { value(key).flatMap { reader.duration($0, childPath(key)) } }
+    mutating func text(_ key: String) -> ConfigValue<String>? { field(key)?.text() }
+    mutating func number(_ key: String) -> ConfigValue<Double>? { field(key)?.number() }
+    mutating func flag(_ key: String) -> ConfigValue<Bool>? { field(key)?.flag() }
+    mutating func duration(_ key: String) -> ConfigValue<Double>? { field(key)?.duration() }
+
+    mutating func choice<T: RawRepresentable & CaseIterable>(_ key: String, as type: T.Type) -> ConfigValue<T>? where T.RawValue == String {
+        field(key)?.choice(type)
+    }
 
     /// Text limited to `limit` characters as a person counts them (the widget spec's limits).
-    mutating func text(_ key: String, limit: Int) -> String? {
+    mutating func text(_ key: String, limit: Int) -> ConfigValue<String>? {
         guard let text = text(key) else { return nil }
-        if text.count > limit {
-            reader.report(childPath(key), value(key), "'\(text)' is longer than \(limit) characters, which the widget rejects")
+        if text.value.count > limit {
+            text.report("'\(text.value)' is longer than \(limit) characters, which the widget rejects")
         }
         return text
     }
@@ -167,12 +102,12 @@ struct MappingReader {
     func finish() {
         for (key, _) in pairs {
             guard let name = key.scalarValue else {
-                reader.report(path, key, "keys must be texts, found \(key.describedKind)")
+                mapping.reader.report(mapping.path, key, "keys must be texts, found \(key.describedKind)")
                 continue
             }
             if !taken.contains(name) {
                 let known = taken.sorted().joined(separator: ", ")
-                reader.report(childPath(name), key, "unknown key (known here: \(known))")
+                mapping.reader.report(mapping.childPath(name), key, "unknown key (known here: \(known))")
             }
         }
     }
@@ -185,4 +120,8 @@ extension Substring {
         while text.last == " " { text = text.dropLast() }
         return text
     }
+}
+
+extension String {
+    var trimmed: String { String(Substring(self).trimmingSpaces) }
 }

@@ -1,6 +1,4 @@
 import CYAML
-import Persistence
-import Platform
 
 // MARK: - Public model
 

@@ -112,11 +112,11 @@ final class CurlSession {
     }
 
     /// Sends one request and waits for its answer (at most the configured timeout).
-    func perform(method: String, contentType: String, body: [UInt8]) -> HTTPResult {
+    func perform(method: HTTPMethod, contentType: String, body: [UInt8]) -> HTTPResult {
         if abort.isSet { return .failure(reason: "stopped", requestSent: false) }
         response.removeAll(keepingCapacity: true)
         errorBuffer[0] = 0
-        flowbridge_curl_set_string(curl, handle, CURLOPT_CUSTOMREQUEST, method)
+        flowbridge_curl_set_string(curl, handle, CURLOPT_CUSTOMREQUEST, method.rawValue)
         flowbridge_curl_set_pointer(curl, handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(headers(contentType: contentType)))
         flowbridge_curl_set_long(curl, handle, CURLOPT_POSTFIELDSIZE, body.count)
         _ = body.withUnsafeBytes { bytes in  // copied by libcurl

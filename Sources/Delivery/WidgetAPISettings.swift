@@ -14,8 +14,8 @@ public struct WidgetAPISettings: Sendable, Equatable {
     }
 
     public var url: String
-    public var replaceMethod = "PUT"
-    public var patchMethod = "PATCH"
+    public var replaceMethod = HTTPMethod.put
+    public var patchMethod = HTTPMethod.patch
     public var headers: [Header] = []
     /// The body is `{"<bodyKey>": …}`; empty: the document or patch itself.
     public var bodyKey = "content"

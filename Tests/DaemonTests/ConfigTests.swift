@@ -136,6 +136,14 @@ import Testing
         #expect(error?.description.contains("longer than 365d") == true, "\(error?.description ?? "no error")")
     }
 
+    /// A source with a broken topic still has its other keys read: each is checked, none is
+    /// called unknown (`invert` and `decimal_comma` were, once the topic had failed).
+    @Test func aBrokenTopicLeavesTheSourcesOtherKeysKnown() {
+        let text = "sources:\n  a: {topic: \"a/#/b\", invert: true, decimal_comma: maybe}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n"
+        let error = #expect(throws: ConfigError.self) { try DaemonConfig.parse(text, file: "config.yaml") }
+        #expect(error?.problems.map(\.path) == ["sources.a.topic", "sources.a.decimal_comma", "widgets.w.flow.output.rate"], "\(error?.description ?? "no error")")
+    }
+
     @Test func freshnessSizesAndSettlingHaveDefaultsAndOptOuts() throws {
         let config = try DaemonConfig.parse("""
             sources:
@@ -197,7 +205,8 @@ import Testing
 }
 
 /// `Config/flowbridge.yaml` is the reference of every key: the loader itself says which keys each
-/// section knows (an unknown key is reported with the known ones), and each must be in the file.
+/// section knows (an unknown key is reported with the known ones), and each must be in the file;
+/// and every key the file writes, live or commented out, is one the loader reads.
 @Suite struct ConfigReferenceTests {
     /// A config with `zzz` as an extra key in one section, and that section's path.
     static let sections: [(path: String, config: String)] = [
@@ -219,6 +228,7 @@ import Testing
         ("widgets.w.push.retry", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, push: {url: \"https://x/y\", token_env: T, retry: {zzz: 1s}}, flow: {exchange: {rate: a}}}}"),
         ("widgets.b", "sources: {a: {topic: x}, s: {topic: y, unit: \"%\"}}\nwidgets: {w: {template: flow, flow: {storage: {rate: a, level: s}}}, b: {template: progress, zzz: 1, progress: {of: battery}}}"),
         ("widgets.b.progress (battery)", "sources: {a: {topic: x}, s: {topic: y, unit: \"%\"}}\nwidgets: {w: {template: flow, flow: {storage: {rate: a, level: s}}}, b: {template: progress, progress: {of: battery, zzz: 1}}}"),
+        ("widgets.b.progress (self_sufficiency)", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}, b: {template: progress, progress: {of: self_sufficiency, zzz: 1}}}"),
         ("widgets.b.progress (production_goal)", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {inputs: [{rate: a, total: integrate}]}}, b: {template: progress, progress: {of: production_goal, goal_kwh: 5, zzz: 1}}}"),
     ]
 
@@ -241,5 +251,36 @@ import Testing
         let reference = try String(contentsOf: Repository.root.appendingPathComponent("Config/flowbridge.yaml"), encoding: .utf8)
         let missing = known.filter { !reference.contains("\($0):") }
         #expect(missing.isEmpty, "Config/flowbridge.yaml does not mention \(section): \(missing.joined(separator: ", "))")
+    }
+
+    /// The reference with its commented-out keys written in: `# key: value` where the value is a
+    /// word or a `{…}`/`[…]` (prose after a `#` reads otherwise), at the indentation it shows.
+    static func uncommented(_ reference: String) -> (text: String, keys: [String]) {
+        var keys: [String] = []
+        let lines = reference.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            guard let hash = line.firstRange(of: "# "), line[..<hash.lowerBound].allSatisfy({ $0 == " " }) else { return String(line) }
+            let rest = line[hash.upperBound...]
+            let body = rest.drop { $0 == " " }
+            guard let colon = body.firstIndex(of: ":"), !body[..<colon].isEmpty,
+                  body[..<colon].allSatisfy({ $0.isLowercase || $0 == "_" })
+            else { return String(line) }
+            let value = (body[body.index(after: colon)...].firstRange(of: " #").map { body[body.index(after: colon)..<$0.lowerBound] }
+                ?? body[body.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            guard value.isEmpty || !value.contains(" ") || value.hasPrefix("{") || value.hasPrefix("[") else { return String(line) }
+            keys.append(String(body[..<colon]))
+            return String(line[..<hash.lowerBound]) + rest
+        }
+        return (lines.joined(separator: "\n"), keys)
+    }
+
+    /// Written in, the commented-out keys make a config the loader reads without an unknown key:
+    /// its only problems are the alternatives the reference shows side by side.
+    @Test func everyKeyOfTheReferenceIsOneTheLoaderReads() throws {
+        let reference = try String(contentsOf: Repository.root.appendingPathComponent("Config/flowbridge.yaml"), encoding: .utf8)
+        let (text, keys) = Self.uncommented(reference)
+        #expect(Set(keys).isSuperset(of: ["password_file", "tls", "state_file", "push", "url", "retry"]), "\(keys)")
+        let error = #expect(throws: ConfigError.self) { try DaemonConfig.parse(text, file: "flowbridge.yaml") }
+        let problems = error?.problems ?? []
+        #expect(!problems.isEmpty && problems.allSatisfy { $0.message.hasSuffix(", not both") }, "\(error?.description ?? "")")
     }
 }

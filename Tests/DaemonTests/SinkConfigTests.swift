@@ -65,7 +65,7 @@ import Testing
         #expect(push.widget == "power")
         #expect(push.tokenEnv == "WIDGET_TOKEN" && push.tokenFile == nil)
         var expected = WidgetAPISettings(url: "https://widgets.example.com/api/v1/widgets/abc123/content")
-        expected.replaceMethod = "POST"
+        expected.replaceMethod = .post
         expected.headers = [.init(name: "X-Client", value: "flowbridge"), .init(name: "X-Tenant", value: "home")]
         expected.bodyKey = "data"
         expected.connectTimeoutSeconds = 3
@@ -97,7 +97,7 @@ import Testing
     @Test func defaultsFollowTheContract() throws {
         let config = try DaemonConfig.parse(Self.base + "    push: {url: \"http://127.0.0.1:8080/w\", token_file: widget-token}\n", file: "c.yaml")
         let api = try #require(config.pushes.first?.api)
-        #expect(api.replaceMethod == "PUT" && api.patchMethod == "PATCH" && api.bodyKey == "content")
+        #expect(api.replaceMethod == .put && api.patchMethod == .patch && api.bodyKey == "content")
         #expect(api.retry == WidgetDelivery.Retry(minSeconds: 1, maxSeconds: 300))
         #expect(!api.insecure && api.caFile == nil)
         #expect(!config.output.stdout)

@@ -79,7 +79,7 @@ import Testing
         let service = try await WidgetStandIn(arguments: ["--methods", "POST,PATCH", "--body-key", "data"])
         let log = LogLines()
         let sink = try Self.sink(service, log: log) {
-            $0.replaceMethod = "POST"
+            $0.replaceMethod = .post
             $0.bodyKey = "data"
         }
         var engine = Engine()

@@ -1,0 +1,33 @@
+import FoundationEssentials
+import Persistence
+
+/// What `check` and `run` look at beyond the config text: the broker password (a file, a systemd
+/// credential, an environment variable), the TLS files and the state file. Both load the config
+/// through it, so `check` finds every problem `run` would, with its line; replay and tests parse
+/// the text alone.
+public struct ConfigContext: Sendable {
+    public var environment: [String: String]
+    /// `--state FILE`: the state file to use instead of `state_file` or the default place.
+    public var stateOverride: String?
+
+    public init(environment: [String: String], stateOverride: String? = nil) {
+        self.environment = environment
+        self.stateOverride = stateOverride
+    }
+
+    /// This process's environment.
+    public static func process(stateOverride: String? = nil) -> ConfigContext {
+        ConfigContext(environment: ProcessInfo.processInfo.environment, stateOverride: stateOverride)
+    }
+
+    /// The state file a run uses: `--state`, else the config's `state_file`, else the default place.
+    public func statePath(configured: String?) -> String {
+        stateOverride ?? configured ?? StateStore.defaultPath(environment: environment)
+    }
+
+    /// Where a `password_file` is: a relative name is a systemd credential (`LoadCredential=`).
+    func credentialPath(_ file: String) -> String? {
+        if file.hasPrefix("/") { return file }
+        return environment["CREDENTIALS_DIRECTORY"].map { "\($0)/\(file)" }
+    }
+}

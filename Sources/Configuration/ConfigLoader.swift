@@ -1,0 +1,65 @@
+import FlowCore
+import Platform
+
+/// Turns the YAML tree into a `DaemonConfig`, checking names, units, slots and references, and,
+/// with a context, what the config refers to outside itself. Each section has a file of its own
+/// (`ConfigLoader+Broker.swift`, `+Sources`, `+Widgets`, `+Sinks`, `+StateAndTimeZone`); this one
+/// reads the top level, each key once, and hands each section what it needs of the others.
+struct ConfigLoader {
+    let reader: ConfigReader
+    var context: ConfigContext?
+    /// The config file's path (a state file must not be it).
+    var file: String
+
+    func load(_ root: YAMLNode) -> DaemonConfig? {
+        guard var top = ConfigNode(root, path: "", reader: reader).mapping() else { return nil }
+        let timezone = loadTimeZone(top.text("timezone"))
+        let broker = top.field("mqtt").map(loadMQTT) ?? BrokerSection()
+        let keepalives = top.field("keepalive").map(loadKeepalives) ?? []
+        let stateFile = loadStateFile(top.text("state_file"))
+        let sources = top.required("sources").map(loadSources) ?? []
+        let widgets = top.required("widgets").map { loadWidgets($0, sources: sources) }
+        let flow = widgets?.flow ?? FlowConfig(sources: sources, widgets: [])
+        var mqtt = broker.settings
+        let output = top.field("output").map { loadOutput($0, mqtt: &mqtt, topicPrefix: broker.topicPrefix, flow: flow) }
+        let pushes = (widgets?.pushes ?? []).compactMap { loadPush(widget: $0.widget, $0.push) }
+        top.finish()
+        return DaemonConfig(
+            timezone: timezone, mqtt: mqtt, keepalives: keepalives, flow: flow, stateFile: stateFile, pushes: pushes,
+            output: output ?? OutputSettings())
+    }
+
+    /// A secret (the broker password, a widget API token) from `<key>_file` (a systemd credential
+    /// when relative) or `<key>_env`, never from the config itself. Trailing line breaks are not
+    /// part of it (an editor's last newline); an empty file is a problem, since a `LoadCredential=`
+    /// file that is missing arrives as the unit's empty default. Problems name the key and line,
+    /// never the secret.
+    func loadSecret(file: ConfigValue<String>?, variable: ConfigValue<String>?, context: ConfigContext) -> Secret? {
+        if let file {
+            guard let path = context.credentialPath(file.value) else {
+                file.report("'\(file.value)' is a credential name, and $CREDENTIALS_DIRECTORY is unset (systemd sets it for LoadCredential=); outside systemd, give the file's full path, or set CREDENTIALS_DIRECTORY to the folder that holds it")
+                return nil
+            }
+            do {
+                var text = String(decoding: try FileIO.read(path, limit: 65_536), as: UTF8.self)
+                while text.last == "\n" || text.last == "\r" { text.removeLast() }
+                if text.isEmpty {
+                    file.report("\(path) is empty (a LoadCredential= file that is missing arrives as the unit's empty default)")
+                    return nil
+                }
+                return Secret(text)
+            } catch {
+                file.report("cannot read \(error)")
+                return nil
+            }
+        }
+        if let variable {
+            guard let value = context.environment[variable.value] else {
+                variable.report("the environment variable \(variable.value) is not set")
+                return nil
+            }
+            return Secret(value)
+        }
+        return nil
+    }
+}
