@@ -80,8 +80,12 @@ struct ReplayCommand: Command {
             pictures?.take(items)
         }
         var number = 0
-        for line in LineReader(fd: fd) {
+        for read in LineReader(fd: fd) {
             number += 1
+            guard case .line(let line) = read else {
+                log.log(.warning, "\(trace == "-" ? "stdin" : trace) line \(number): \(read); skipped")
+                continue
+            }
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
             do {
                 let outputs = replay.feed(try TraceMessage(line: line))

@@ -56,7 +56,7 @@ struct ConfigWriter {
             "flowbridge config written by `flowbridge discover` from \(heard.messages) messages on \(heard.topics) topics heard in \(duration) s on \(broker.host):\(broker.port). Each choice is explained beside it; what could not be placed is listed at the end.",
             first: "# ")
         lines += ["#", "# Check it, then watch the signs for a minute:", "#   flowbridge check --config FILE", "#   flowbridge check --config FILE --listen 60s", "#", "# Recognized:"]
-        lines += plan.devices.map { "#   - \($0)" }
+        lines += plan.devices.map { "#   - " + YAMLScalar.comment($0) }
         lines += ["", "mqtt: \(broker.mapping)"]
         if !plan.keepalives.isEmpty {
             lines += ["", "# Victron Venus OS publishes only while a client asks, at least every 60 s.", "keepalive:"]
@@ -100,7 +100,7 @@ struct ConfigWriter {
             for item in plan.leftOut.prefix(Self.listLimit) {
                 lines += Self.wrap("\(item.topic): \(item.why)", first: "# - ", rest: "#   ")
                 if let suggestion = item.suggestion {
-                    lines.append("#     \(suggestion.configLine)")
+                    lines.append("#     " + YAMLScalar.comment(suggestion.configLine))
                 }
             }
             if plan.leftOut.count > Self.listLimit { lines.append("# … and \(plan.leftOut.count - Self.listLimit) more") }
@@ -109,7 +109,7 @@ struct ConfigWriter {
             lines += ["", "# Not placed: numbers from devices flowbridge does not know that may be readings; add them by hand"]
             lines.append("# if they belong (topic, and the JSON fields that look like readings):")
             let shown = plan.unplaced.prefix(Self.listLimit)
-            lines += shown.map { "# - \($0)" }
+            lines += shown.map { "# - " + YAMLScalar.comment($0.description) }
             if plan.unplaced.count > shown.count { lines.append("# … and \(plan.unplaced.count - shown.count) more") }
         }
         return lines.joined(separator: "\n") + "\n"
@@ -119,11 +119,12 @@ struct ConfigWriter {
     static let listLimit = 40
 
     /// Comment lines of at most `width` characters (a single long word stays whole): the first
-    /// starts with `first`, the others with `rest` (by default the same).
+    /// starts with `first`, the others with `rest` (by default the same). The text is escaped
+    /// first (it names what was heard), so each line stays a comment.
     static func wrap(_ text: String, first: String, rest: String? = nil) -> [String] {
         var lines: [String] = []
         var current = ""
-        for word in text.split(separator: " ") {
+        for word in YAMLScalar.comment(text).split(separator: " ") {
             let prefix = lines.isEmpty ? first : (rest ?? first)
             if !current.isEmpty, prefix.count + current.count + 1 + word.count > width {
                 lines.append(prefix + current)
@@ -182,9 +183,10 @@ struct SourceNames {
         return "{\(fields.joined(separator: ", "))}"
     }
 
-    /// A name the config takes: letters, digits and `_`, not empty, not `balance`.
+    /// A name the config takes: letters, digits and `_`, not empty, not `balance`. A letter that
+    /// carries a character to escape (a zero-width joiner) is no letter here: the name is a plain key.
     static func clean(_ name: String) -> String {
-        let kept = String(name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
+        let kept = String(name.lowercased().map { ($0.isLetter || $0.isNumber) && !$0.unicodeScalars.contains(where: YAMLScalar.mustEscape) ? $0 : "_" })
         if kept.isEmpty || kept == "balance" { return "source" }
         return kept
     }
@@ -195,12 +197,23 @@ extension SourceDraft {
     public var configLine: String { "\(SourceNames.clean(name)): \(SourceNames.mapping(self))" }
 }
 
-/// Scalars for a YAML flow mapping: plain where YAML reads them back as the same text, else
-/// double-quoted.
+/// Texts as the config writes them. Whoever may publish on the broker names its topics, devices
+/// and JSON keys, and discovery writes them down: each must read back as the same text, and none
+/// may end a comment or a line early. libyaml takes NEL, LS and PS (U+0085, U+2028, U+2029) as
+/// line breaks beside CR and LF, and refuses other control characters outright; a BOM or a
+/// bidirectional override makes a line show other than it reads. Each of these is written as an
+/// escape (`\u2028`), in values and comments alike.
 enum YAMLScalar {
+    /// A scalar of a flow mapping: plain where YAML reads it back as the same text, else
+    /// double-quoted, with escapes.
     static func text(_ value: String) -> String {
         isPlain(value) ? value : quoted(value)
     }
+
+    /// Comment text that stays one line and shows what it holds: the characters that must not
+    /// stand raw escaped as in a double-quoted scalar, the rest as it is (a comment is for a person:
+    /// `"` and `\` need no escape there).
+    static func comment(_ text: String) -> String { escaped(text, quoting: false) }
 
     static let special: Set<Character> = [":", "#", ",", "[", "]", "{", "}", "&", "*", "!", "|", ">", "'", "\"", "%", "@", "`", "\\"]
     /// Words YAML (1.1 and 1.2) reads as something other than text.
@@ -209,27 +222,41 @@ enum YAMLScalar {
     static func isPlain(_ value: String) -> Bool {
         guard let first = value.first, let last = value.last, !first.isWhitespace, !last.isWhitespace else { return false }
         if first == "-" || first == "?" { return false }
-        if value.contains(where: { special.contains($0) || $0.isNewline || $0 == "\t" }) { return false }
+        if value.contains(where: special.contains) || value.unicodeScalars.contains(where: mustEscape) { return false }
         if reserved.contains(value.lowercased()) || Double(value) != nil { return false }
         return true
     }
 
-    static func quoted(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 { out += "\\x" + String(scalar.value, radix: 16).leftPadded(to: 2) } else { out.unicodeScalars.append(scalar) }
+    static func quoted(_ value: String) -> String { "\"" + escaped(value, quoting: true) + "\"" }
+
+    /// The one escaping of the writer: `\uXXXX` (`\UXXXXXXXX` beyond the BMP) for each character
+    /// that must not stand raw, and in a double-quoted scalar (`quoting`) `\"` and `\\`.
+    static func escaped(_ text: String, quoting: Bool) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if quoting, scalar == "\"" || scalar == "\\" {
+                out += "\\" + String(scalar)
+            } else if mustEscape(scalar) {
+                out += scalar.value <= 0xFFFF ? "\\u" + hex(scalar.value, digits: 4) : "\\U" + hex(scalar.value, digits: 8)
+            } else {
+                out.unicodeScalars.append(scalar)
             }
         }
-        return out + "\""
+        return out
     }
-}
 
-extension String {
-    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+    /// Control characters (C0, DEL, C1 with NEL, tab and line feed among them), line and paragraph
+    /// separators, format characters (BOM, zero-width and bidirectional marks) and code points
+    /// Unicode has not assigned (U+FFFE and U+FFFF among them, which libyaml refuses).
+    static func mustEscape(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator, .unassigned: true
+        default: false
+        }
+    }
+
+    static func hex(_ value: UInt32, digits: Int) -> String {
+        let text = String(value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, digits - text.count)) + text
+    }
 }

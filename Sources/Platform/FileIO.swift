@@ -128,38 +128,109 @@ public enum FileIO {
     }
 }
 
-/// Reads lines from a file descriptor (a trace file or standard input), without the newline.
+/// Reads lines from a file descriptor (a trace file or standard input), without the newline, in
+/// time linear in the bytes read: each byte is searched for the newline once, and the bytes of
+/// the lines already returned are dropped once per read, not once per line.
+///
+/// A line longer than `maxLineBytes` is skipped as it streams by and said as `.tooLong` with its
+/// length: the reader holds at most the cap and one read, whatever the file holds.
 public struct LineReader: Sequence, IteratorProtocol {
+    /// One line of the file.
+    public enum Read: Sendable, Equatable, CustomStringConvertible {
+        /// The line's bytes, without the newline.
+        case line([UInt8])
+        /// A line longer than the cap, skipped unread: its length in bytes, without the newline.
+        case tooLong(bytes: Int)
+
+        /// `longer than 16 MiB (17000000 bytes)`: what the warning that skips it says.
+        public var description: String {
+            switch self {
+            case .line(let bytes): "a line of \(bytes.count) bytes"
+            case .tooLong(let bytes): "longer than \(FileIO.describe(bytes: LineReader.maxLineBytes)) (\(bytes) bytes)"
+            }
+        }
+    }
+
+    /// The longest trace line read: 16 MiB. A trace line is one message, its payload JSON-escaped
+    /// (`"payload"`) or in base64 (`"payload_b64"`, 4/3 of the bytes), so 16 MiB holds a payload of
+    /// 12 MiB in base64 and one of 2.6 MiB even if every byte were escaped as `\u00XX`: 40 times
+    /// a source's default `max_payload` (64 KiB), and thousands of times what a meter publishes.
+    /// A source whose `max_payload` is set higher (it may go up to 2 GiB) reads such messages live,
+    /// but a trace line that large is a recording gone wrong (a camera's image on a subscribed
+    /// topic) more than a meter: replay says it and goes on, holding at most 16 MiB for it instead
+    /// of the whole line, and then its JSON, at once.
+    public static let maxLineBytes = 16 << 20
+
     let fd: Int32
+    let maxLineBytes: Int
+    /// Bytes read and not yet returned start at `start`; the line being read is `buffer[start...]`.
     var buffer: [UInt8] = []
     var start = 0
+    /// How many bytes of the line being read are known to hold no newline: a later search goes on
+    /// from there, so a long line is searched once, not once per read.
+    var searched = 0
+    /// The length so far of a line beyond the cap, whose bytes are dropped as they come; nil while
+    /// the line being read is within the cap.
+    var skipped: Int?
     var finished = false
+    /// What one read takes: 64 KiB.
+    var chunk = [UInt8](repeating: 0, count: 65_536)
 
-    public init(fd: Int32) { self.fd = fd }
+    /// `maxLineBytes`: the cap, `LineReader.maxLineBytes` unless a test needs a small one.
+    public init(fd: Int32, maxLineBytes: Int = LineReader.maxLineBytes) {
+        self.fd = fd
+        self.maxLineBytes = maxLineBytes
+    }
 
-    public mutating func next() -> [UInt8]? {
+    public mutating func next() -> Read? {
         while true {
-            if let newline = buffer[start...].firstIndex(of: 0x0A) {
-                let line = Array(buffer[start..<newline])
-                start = newline + 1
-                return line
-            }
+            if let newline = firstNewline() { return take(upTo: newline, resumingAt: newline + 1) }
             if finished {
-                guard start < buffer.count else { return nil }
-                let line = Array(buffer[start...])
-                start = buffer.count
-                return line
+                guard start < buffer.count || skipped != nil else { return nil }
+                return take(upTo: buffer.count, resumingAt: buffer.count)
             }
-            buffer.removeFirst(start)
+            let pending = buffer.count - start
+            if skipped != nil || pending > maxLineBytes {
+                // Beyond the cap: count the line's bytes so far and let them go.
+                skipped = (skipped ?? 0) + pending
+                buffer.removeAll(keepingCapacity: true)
+            } else {
+                buffer.removeSubrange(..<start)
+            }
             start = 0
-            var chunk = [UInt8](repeating: 0, count: 65_536)
+            searched = buffer.count
+            fill()
+        }
+    }
+
+    /// The line that ends at `end` (its bytes from `start`, and those already let go), the next
+    /// one starting at `resumingAt`.
+    mutating func take(upTo end: Int, resumingAt next: Int) -> Read {
+        let length = (skipped ?? 0) + end - start
+        let read: Read = skipped != nil || length > maxLineBytes ? .tooLong(bytes: length) : .line(Array(buffer[start..<end]))
+        start = next
+        searched = 0
+        skipped = nil
+        return read
+    }
+
+    /// The index of the first newline after the part of the line already searched, or nil.
+    func firstNewline() -> Int? {
+        let from = start + searched
+        guard from < buffer.count else { return nil }
+        return buffer.withUnsafeBufferPointer { bytes in
+            memchr(bytes.baseAddress! + from, 0x0A, bytes.count - from).map { bytes.baseAddress!.distance(to: $0.assumingMemoryBound(to: UInt8.self)) }
+        }
+    }
+
+    /// Appends the next read's bytes to the buffer; at the end of the file (or a read that fails),
+    /// marks the reader finished.
+    mutating func fill() {
+        while true {
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
-            if count <= 0 {
-                finished = true
-            } else {
-                buffer.append(contentsOf: chunk[..<count])
-            }
+            if count <= 0 { finished = true } else { buffer.append(contentsOf: chunk[..<count]) }
+            return
         }
     }
 }

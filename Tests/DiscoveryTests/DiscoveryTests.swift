@@ -277,13 +277,26 @@ enum Fixtures {
         #expect(catalog["bulk/0"]?.retainedOnly == false)
     }
 
-    /// Scalars the config needs quoted are, and YAML reads every one back as the same text.
+    /// Scalars the config needs quoted are, and YAML reads every one back as the same text: what
+    /// YAML could take as a line break, or refuses, as an escape.
     @Test(arguments: [
         ("solar/ac/power", "solar/ac/power"), ("shellypro3em-abc/status/em:0", #""shellypro3em-abc/status/em:0""#), ("%", #""%""#),
         (#"["em:0"].x"#, #""[\"em:0\"].x""#), ("zigbee2mqtt/Living Room", "zigbee2mqtt/Living Room"), ("on", #""on""#), ("1883", #""1883""#),
-        ("-x", #""-x""#), ("a #b", #""a #b""#),
+        ("-x", #""-x""#), ("a #b", #""a #b""#), ("tele/zähler/SENSOR", "tele/zähler/SENSOR"), ("a\nb\tc", #""a\u000Ab\u0009c""#),
+        ("a\u{2028}b\u{2029}c\u{85}", #""a\u2028b\u2029c\u0085""#), ("a\u{0}\u{7F}\u{FEFF}", #""a\u0000\u007F\uFEFF""#),
+        ("tag\u{E0001}", #""tag\U000E0001""#), (#"a\b"#, #""a\\b""#),
     ])
     func yamlScalars(_ value: String, _ written: String) {
         #expect(YAMLScalar.text(value) == written)
+    }
+
+    /// A comment shows what it holds on one line: what would end it is escaped, quotes and
+    /// backslashes stay as they are.
+    @Test(arguments: [
+        ("zigbee2mqtt/plug: \"x\" #1", "zigbee2mqtt/plug: \"x\" #1"), ("a\u{2028}push: {url: x}", #"a\u2028push: {url: x}"#),
+        ("a\rb\nc\u{85}d\u{2029}", #"a\u000Db\u000Ac\u0085d\u2029"#), (#"a\u2028"#, #"a\u2028"#),
+    ])
+    func commentsStayOneLine(_ text: String, _ written: String) {
+        #expect(YAMLScalar.comment(text) == written)
     }
 }
