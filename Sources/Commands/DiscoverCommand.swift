@@ -116,7 +116,9 @@ struct DiscoverCommand: Command {
                 lines.append("Topics that may be readings (see Config/examples for how to read them):")
                 lines += plan.unplaced.prefix(20).map { "  \($0)" }
             }
-            StandardError.print(lines.joined(separator: "\n"))
+            // What the broker named reaches the terminal escaped too: no control sequence of a
+            // stranger's topic is played on the user's terminal.
+            StandardError.print(lines.map(YAMLScalar.comment).joined(separator: "\n"))
             return .failure
         }
         let text = plan.configText(broker: broker, heard: Heard(messages: catalog.messages, topics: catalog.records.count, seconds: seconds))
@@ -128,14 +130,14 @@ struct DiscoverCommand: Command {
         ].compactMap { $0 }
         guard let out else {
             print(text, terminator: "")
-            summary.forEach { log.log(.info, $0) }
+            summary.map(YAMLScalar.comment).forEach { log.log(.info, $0) }
             return .success
         }
         do { try FileIO.writeAtomically(Array(text.utf8), to: out, permissions: 0o644) } catch {
             StandardError.print("flowbridge: cannot write \(out): \(error)")
             return .cannotCreate
         }
-        print((["wrote \(out) from \(heard)"] + summary + ["next: flowbridge check --config \(out) --listen 60s"]).joined(separator: "\n"))
+        print((["wrote \(out) from \(heard)"] + summary.map(YAMLScalar.comment) + ["next: flowbridge check --config \(out) --listen 60s"]).joined(separator: "\n"))
         return .success
     }
 

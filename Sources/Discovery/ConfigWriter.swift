@@ -203,7 +203,7 @@ extension SourceDraft {
 /// line breaks beside CR and LF, and refuses other control characters outright; a BOM or a
 /// bidirectional override makes a line show other than it reads. Each of these is written as an
 /// escape (`\u2028`), in values and comments alike.
-enum YAMLScalar {
+package enum YAMLScalar {
     /// A scalar of a flow mapping: plain where YAML reads it back as the same text, else
     /// double-quoted, with escapes.
     static func text(_ value: String) -> String {
@@ -213,7 +213,7 @@ enum YAMLScalar {
     /// Comment text that stays one line and shows what it holds: the characters that must not
     /// stand raw escaped as in a double-quoted scalar, the rest as it is (a comment is for a person:
     /// `"` and `\` need no escape there).
-    static func comment(_ text: String) -> String { escaped(text, quoting: false) }
+    package static func comment(_ text: String) -> String { escaped(text, quoting: false) }
 
     static let special: Set<Character> = [":", "#", ",", "[", "]", "{", "}", "&", "*", "!", "|", ">", "'", "\"", "%", "@", "`", "\\"]
     /// Words YAML (1.1 and 1.2) reads as something other than text.

@@ -97,6 +97,22 @@ import Testing
         #expect(config.pushes.isEmpty && !config.hasSink, "\(text)")
     }
 
+    /// What discover tells the terminal about a device it heard is escaped as the config is: a
+    /// device names itself in its payload, here with a control sequence that retitles the
+    /// terminal window, and that must reach the user's terminal as text, not be played.
+    @Test(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+    func aDevicesControlSequenceReachesTheTerminalAsText() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        try await broker.publish(topic: "solar/114190641177/name", payload: "Roof\u{1B}]0;owned\u{07}", retain: true)
+        try await broker.publish(topic: "solar/114190641177/0/power", payload: "2500", retain: true)
+        let out = folder.url.appendingPathComponent("found.yaml").path
+        let run = try runFlowbridge(["discover", "--broker", "127.0.0.1:\(broker.port)", "--listen", "3s", "--out", out])
+        #expect(run.status == 0, "\(run.err)")
+        #expect(run.out.contains("Roof\\u001B]0;owned\\u0007"), "\(run.out)")
+        #expect(!(run.out + run.err).unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 }, "\(run.out)")
+    }
+
     /// A flow mapping's scalars by key.
     static func fields(_ node: YAMLNode) -> [String: String] {
         var fields: [String: String] = [:]
