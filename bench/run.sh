@@ -42,13 +42,14 @@ sync "$BENCH_LIBS"/*
 # second one over HTTPS with a certificate for 127.0.0.1 (flowbridge verifies it against it).
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
   -keyout "$BENCH_BIN/key.pem" -out "$BENCH_BIN/cert.pem" 2> /dev/null
-start_standin() {  # LOG [--tls CERT KEY]; prints the stand-in's address
+start_standin() {  # LOG [--tls CERT KEY]: returns once it listens (its address is in LOG)
   "$standin" --token "$BENCH_TOKEN" --path /widgets/bench "${@:2}" > "$1" 2>&1 & standins+=($!)
   until grep -q '^listening on' "$1"; do sleep 0.05; done
-  sed -n 's/^listening on //p' "$1"
 }
-url="http://$(start_standin "$BENCH_BIN/stand-in.log")/widgets/bench"
-tls_url="https://$(start_standin "$BENCH_BIN/stand-in-tls.log" --tls "$BENCH_BIN/cert.pem" "$BENCH_BIN/key.pem")/widgets/bench"
+start_standin "$BENCH_BIN/stand-in.log"
+start_standin "$BENCH_BIN/stand-in-tls.log" --tls "$BENCH_BIN/cert.pem" "$BENCH_BIN/key.pem"
+url="http://$(sed -n 's/^listening on //p' "$BENCH_BIN/stand-in.log")/widgets/bench"
+tls_url="https://$(sed -n 's/^listening on //p' "$BENCH_BIN/stand-in-tls.log")/widgets/bench"
 
 names=(floor mqtt2prometheus paho flowbridge flowbridge+push flowbridge+https)
 commands=(
