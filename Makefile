@@ -71,8 +71,10 @@ image-check: release
 	scripts/runtime-packages.sh .build/release/flowbridge deploy/Dockerfile
 
 ## bench: the ingest benchmark (bench/run.sh): flowbridge beside the C floor, mqtt2prometheus and
-## a paho-mqtt bridge, and with a widget API sink pushing to the widget stand-in; interleaved
-## rounds, medians, ratios, the CPU of a minute of silence, and whether each target is met.
+## a paho-mqtt bridge, and with a widget API sink pushing to the widget stand-in over HTTP and
+## HTTPS; interleaved rounds, medians of CPU per message, lag and memory (RSS, PSS, USS), ratios,
+## where the push's memory goes by mapping, the CPU of a minute of silence, and whether each
+## target is met (bench/NOTES.md).
 bench: release
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(BENCH_PACKAGES)"
 	$(SWIFT) build --product WidgetStandIn

@@ -6,9 +6,13 @@
 # CPU per message is the consumer's utime+stime (from /proc) over the run divided by N+1: the figure
 # that stays stable on a shared machine. Lag runs from the publisher's last acknowledgement until
 # the consumer has processed the sentinel: it printed a line holding 424242, or PROBE (a command with
-# {PORT}/{PORT2}) succeeds, for consumers that print nothing. With IDLE=S, the consumer's CPU over S
-# seconds of silence (connected, no messages) is measured first.
+# {PORT}/{PORT2}) succeeds, for consumers that print nothing. Memory is the consumer's
+# /proc/PID/smaps_rollup once the sentinel is through: RSS (resident), PSS (shared pages divided
+# among the processes that map them) and USS (private pages: what ending it would free); with
+# SMAPS=FILE, its whole /proc/PID/smaps is copied there too (bench/smaps.py reads it). With IDLE=S,
+# the consumer's CPU over S seconds of silence (connected, no messages) is measured first.
 # usage: ingest.sh NAME N 'COMMAND with {PORT} and {PORT2}'   (needs: $BENCH_BIN/meterpub, mosquitto)
+#   optional environment: PROBE, IDLE, SMAPS, BENCH_LIBS
 set -eu
 name=$1 n=$2 command=$3
 bin=${BENCH_BIN:?BENCH_BIN: the folder holding meterpub}
@@ -16,12 +20,15 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 dir=$(mktemp -d /tmp/flowbridge-bench-XXXXXX)
 port=$(free_port); port2=$(free_port)
 printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n' "$port" > "$dir/mosquitto.conf"
-mosquitto -c "$dir/mosquitto.conf" > "$dir/mosquitto.log" 2>&1 & broker=$!
+# With BENCH_LIBS (a folder of private copies of the libraries: bench/run.sh), the broker and the
+# consumer load their libraries from there.
+libraries=${BENCH_LIBS:+LD_LIBRARY_PATH=$BENCH_LIBS}
+env $libraries mosquitto -c "$dir/mosquitto.conf" > "$dir/mosquitto.log" 2>&1 & broker=$!
 consumer=
 trap 'kill $broker 2>/dev/null; [ -n "$consumer" ] && kill $consumer 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
 until grep -q "running" "$dir/mosquitto.log" 2>/dev/null; do sleep 0.05; done
 expand() { local text=${1//\{PORT\}/$port}; echo "${text//\{PORT2\}/$port2}"; }
-bash -c "exec $(expand "$command")" > "$dir/out" 2> "$dir/err" & consumer=$!
+env $libraries bash -c "exec $(expand "$command")" > "$dir/out" 2> "$dir/err" & consumer=$!
 # Connected and subscribed: the broker has sent its SUBACK.
 for _ in $(seq 200); do grep -q "Sending SUBACK" "$dir/mosquitto.log" && break; sleep 0.05; done
 sleep 0.5
@@ -46,8 +53,10 @@ else
   result=$("$bin/meterpub" "$port" "$n" bench/meter "$dir/out") || { echo "$name: failed"; tail -3 "$dir/err"; exit 1; }
 fi
 after=$(cpu)
-rss=$(awk '/VmHWM/ { print $2 }' "/proc/$consumer/status")
+memory=$(awk '/^Rss:/ { r = $2 } /^Pss:/ { p = $2 } /^Private_(Clean|Dirty):/ { u += $2 }
+  END { printf "RSS %d KB, PSS %d KB, USS %d KB", r, p, u }' "/proc/$consumer/smaps_rollup")
+[ -z "${SMAPS:-}" ] || cp "/proc/$consumer/smaps" "$SMAPS"
 set -- $result
-awk -v name="$name" -v a="$before" -v b="$after" -v n="$n" -v publish="$2" -v lag="$4" -v rss="$rss" -v idle="$idle" 'BEGIN {
-  printf "%s: %.2f us CPU/msg, publish %.2f s, lag after publish %d ms, peak RSS %d KB, idle CPU %s s\n", name, (b - a) * 1e6 / (n + 1), publish, lag, rss, idle
+awk -v name="$name" -v a="$before" -v b="$after" -v n="$n" -v publish="$2" -v lag="$4" -v memory="$memory" -v idle="$idle" 'BEGIN {
+  printf "%s: %.2f us CPU/msg, publish %.2f s, lag after publish %d ms, %s, idle CPU %s s\n", name, (b - a) * 1e6 / (n + 1), publish, lag, memory, idle
 }'

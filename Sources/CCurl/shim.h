@@ -1,5 +1,6 @@
 #include <curl/curl.h>
 #include <dlfcn.h>
+#include <openssl/crypto.h>
 #include <stdlib.h>
 
 /* libcurl is loaded when the first widget API sink starts, not with the program: libcurl and the
@@ -17,6 +18,23 @@ struct flowbridge_curl {
     void (*slist_free_all)(struct curl_slist *list);
 };
 
+/* Initializes OpenSSL (which libcurl brings, and libmosquitto too) before curl_global_init does,
+   without two things this daemon does not use, which take 1 MB of libcrypto's pages for a push over
+   HTTP (0.2 MB over HTTPS, whose handshake touches most of those pages anyway; bench/NOTES.md):
+   - the error texts of libcrypto's modules: libcurl words the TLS failures a user meets itself
+     (certificate problems, a CA file it cannot read), and libssl's own texts ("wrong version
+     number") are still loaded;
+   - the system's openssl.cnf, which sets nothing on Debian; OPENSSL_CONF, when set, is read.
+   Whatever initializes OpenSSL first in the process decides: a TLS connection to the broker made
+   before the first widget API sink starts reads openssl.cnf. Nothing happens with a libcurl built
+   on another TLS library. */
+static inline void flowbridge_openssl_init(void *curl) {
+    int (*init_ssl)(uint64_t options, const void *settings);
+    if (!(*(void **)&init_ssl = dlsym(curl, "OPENSSL_init_ssl"))) return;
+    uint64_t config = getenv("OPENSSL_CONF") ? OPENSSL_INIT_LOAD_CONFIG : OPENSSL_INIT_NO_LOAD_CONFIG;
+    init_ssl(OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS | config, NULL);
+}
+
 /* Loads libcurl (the OpenSSL flavour, which shares libmosquitto's OpenSSL) into `lib`. Returns
    NULL, or why it failed.
    GnuTLS comes along only for protocols flowbridge never uses (RTMP, LDAP), so its load-time
@@ -27,6 +45,7 @@ static inline const char *flowbridge_curl_load(struct flowbridge_curl *lib) {
     void *handle = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
     if (quiet_gnutls) unsetenv("GNUTLS_NO_IMPLICIT_INIT");
     if (!handle) return dlerror();
+    flowbridge_openssl_init(handle);
 #define FLOWBRIDGE_CURL_SYMBOL(field, name) \
     if (!(*(void **)&lib->field = dlsym(handle, name))) return dlerror();
     FLOWBRIDGE_CURL_SYMBOL(global_init, "curl_global_init")

@@ -182,7 +182,8 @@ final class CurlLibrary: @unchecked Sendable {
     private init(_ functions: UnsafePointer<flowbridge_curl>) { self.functions = functions }
 
     /// `curl_global_init`'s flags make no difference on Linux since libcurl 7.57: TLS (OpenSSL) is
-    /// always initialized, and that is most of its cost.
+    /// always initialized, and that is most of its cost; `flowbridge_curl_load` initializes OpenSSL
+    /// first, without what the daemon does not use (shim.h).
     static let shared: Result<CurlLibrary, CurlSession.SetupError> = {
         let functions = UnsafeMutablePointer<flowbridge_curl>.allocate(capacity: 1)  // for the process's life
         functions.initialize(to: flowbridge_curl())
