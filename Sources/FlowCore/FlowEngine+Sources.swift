@@ -14,7 +14,7 @@ extension FlowEngine {
     /// no energy; one dated far ahead on a later day is ignored until the next events confirm it.
     public mutating func receive(topic: String, payload: [UInt8], at time: Date, retained: Bool = false) -> [Output] {
         var out: [Output] = []
-        let verdict = timeline.classify(time, dayEnd: day?.end, jumpSeconds: jumpSeconds)
+        let verdict = timeline.classify(time, day: day, jumpSeconds: jumpSeconds)
         guard let now = take(time, verdict, into: &out) else { return out }
         var matched = exactTopics[topic] ?? []
         for (filter, source) in wildcardTopics where filter.matches(topic) { matched.append(source) }

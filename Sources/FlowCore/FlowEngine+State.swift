@@ -40,6 +40,11 @@ extension FlowEngine {
         return .object(state)
     }
 
+    /// How far apart the start of one date can be in two zones: UTC−12 to UTC+14.
+    static let zoneSpreadSeconds = 26.0 * 3600
+    /// The longest local day (a DST change back): 25 hours.
+    static let longestDaySeconds = 25.0 * 3600
+
     /// Times a state may hold: 2000 to 2200. Anything else is a damaged file, not a date.
     static let plausibleSeconds: ClosedRange<Double> = 946_684_800...7_258_118_400
 
@@ -57,18 +62,24 @@ extension FlowEngine {
         var skipped: [Diagnostic] = []
         func skip(_ what: String) { skipped.append(Diagnostic(.warning, "state: \(what) is damaged; left out")) }
         var restoredDay: LocalDay?
+        var savedDayStart = 0.0
         if state["day"] != nil || state["day_start"] != nil {
             guard let start = state["day_start"]?.numberValue, Self.plausibleSeconds.contains(start),
                 let dateText = state["day"]?.stringValue, let date = CivilDate(dateText)
             else { throw StateError(description: "its day is damaged") }
-            let day = zone.day(containing: Date(timeIntervalSince1970: start))
-            guard day.date == date else {
-                throw StateError(description: "day \(date) does not start at \(JSONValue.format(start)) in \(zone.identifier)")
+            // The date in this zone: a state saved under another zone (`timezone:` or the system's
+            // changed) carries its day over to the same date here. Its start is where that date
+            // began in the zone it was saved in, at most the zones' widest difference (26 h) away.
+            guard let day = zone.day(on: date), abs(day.start.timeIntervalSince1970 - start) <= Self.zoneSpreadSeconds else {
+                throw StateError(description: "day \(date) does not start at \(JSONValue.format(start)) in any zone")
             }
             restoredDay = day
+            savedDayStart = start
         }
-        // Nothing in a state can be later than the end of its day.
-        let times = Self.plausibleSeconds.lowerBound...(restoredDay?.end.timeIntervalSince1970 ?? Self.plausibleSeconds.upperBound)
+        // Nothing in a state can be later than the end of its day, in this zone or the one it was
+        // saved in (a move east ends the date earlier).
+        let latestSeconds = restoredDay.map { max($0.end.timeIntervalSince1970, savedDayStart + Self.longestDaySeconds) }
+        let times = Self.plausibleSeconds.lowerBound...(latestSeconds ?? Self.plausibleSeconds.upperBound)
         var restoredSources = sources
         func reading(_ json: JSONValue, of source: SourceConfig) -> Reading? {
             guard let number = json["value"]?.numberValue, let at = json["t"]?.numberValue, times.contains(at),

@@ -7,7 +7,7 @@ extension FlowEngine {
     /// midnight take effect.
     public mutating func tick(at time: Date) -> [Output] {
         var out: [Output] = []
-        let verdict = timeline.classify(time, dayEnd: day?.end, jumpSeconds: jumpSeconds)
+        let verdict = timeline.classify(time, day: day, jumpSeconds: jumpSeconds)
         guard let now = take(time, verdict, into: &out), verdict != .late else { return out }
         interruptUnknownBalances(at: now)
         reportSilentSources(at: now, into: &out)
@@ -21,7 +21,7 @@ extension FlowEngine {
     /// time before taking the message, so one line dated tomorrow must not close today).
     public mutating func tick(through end: Date) -> [Output] {
         var out: [Output] = []
-        let verdict = timeline.classify(end, dayEnd: day?.end, jumpSeconds: jumpSeconds)
+        let verdict = timeline.classify(end, day: day, jumpSeconds: jumpSeconds)
         switch verdict {
         case .late, .ahead:
             _ = take(end, verdict, into: &out)
@@ -56,7 +56,9 @@ extension FlowEngine {
     /// daemon saw its wall clock move differently from its monotonic clock. Believed at once:
     /// nothing is integrated across the step; the ages of readings, the silence of sources and the
     /// policies' intervals count what really passed; the day follows the clock (a step ahead past
-    /// midnight closes the day, a step back past it counts on under the earlier date).
+    /// midnight closes the day, a short step back past it counts on under the earlier date). A step
+    /// far back before the day began is held as an excursion (see `EventTimeline`): the day goes
+    /// on, and what is dated before it counts nothing unless the clock stays back.
     public mutating func clockStepped(by seconds: Double, at now: Date) -> [Output] {
         var out: [Output] = []
         for position in sources.indices { sources[position].shift(by: seconds) }
@@ -67,11 +69,17 @@ extension FlowEngine {
             for node in widgets[position].nodes.indices { widgets[position].nodes[node].total?.clockStepped(by: seconds) }
         }
         subscribedAt = subscribedAt?.addingTimeInterval(seconds)
+        let stepText = "the system clock stepped \(seconds > 0 ? "ahead" : "back") by \(durationText(seconds: seconds)) (now \(zone.clockText(at: now, withSeconds: true)) \(zone.identifier))"
+        if let day, timeline.isExcursion(now, day: day, jumpSeconds: jumpSeconds) {
+            timeline.take(now, .late)
+            out.append(.diagnostic(Diagnostic(
+                .warning,
+                "\(stepText), before the day \(day.date) began: the day \(day.date) goes on; what is dated before it counts nothing unless the clock stays back for \(durationText(seconds: EventTimeline.excursionHoldSeconds))"
+            )))
+            return out
+        }
         timeline.reset(to: now)
-        out.append(.diagnostic(Diagnostic(
-            .warning,
-            "the system clock stepped \(seconds > 0 ? "ahead" : "back") by \(durationText(seconds: seconds)) (now \(zone.clockText(at: now, withSeconds: true)) \(zone.identifier)); no energy is counted across the step"
-        )))
+        out.append(.diagnostic(Diagnostic(.warning, "\(stepText); no energy is counted across the step")))
         advanceDay(to: now, into: &out)
         offerAll(at: now, urgent: false, into: &out)
         return out

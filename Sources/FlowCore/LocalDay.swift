@@ -53,6 +53,14 @@ extension LocalTimeZone {
     /// The local day after `day`.
     public func day(after day: LocalDay) -> LocalDay { self.day(containing: day.end) }
 
+    /// The local day on `date`, found from its noon; nil for a date the zone skipped (Samoa
+    /// moving across the date line went from 29 to 31 December 2011).
+    public func day(on date: CivilDate) -> LocalDay? {
+        let noonUTC = Date(timeIntervalSince1970: Double(date.daysSinceEpoch) * 86_400 + 43_200)
+        let day = day(containing: noonUTC.addingTimeInterval(-Double(utcOffsetSeconds(at: noonUTC))))
+        return day.date == date ? day : nil
+    }
+
     /// Binary search for the first whole second in `low...high` where `isLater` holds (it holds at
     /// `high` and, once true, stays true).
     private func firstSecond(from low: Int, to high: Int, _ isLater: (Date) -> Bool) -> Int {

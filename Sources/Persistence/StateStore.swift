@@ -4,9 +4,10 @@ import Glibc
 import Platform
 
 /// Where the engine's state lives between runs. Writes are atomic and carry a format marker, so
-/// the file says what it is; only a file that is recognizably a flowbridge state is ever moved
-/// aside when it cannot be used. Anything else at the state path (a directory, the config file,
-/// another program's file, a state that cannot be read) is an error, never a fresh day.
+/// the file says what it is; only a file that is recognizably a flowbridge state, or one that
+/// holds nothing at all (empty, or zeroed by a power cut), is ever moved aside when it cannot be
+/// used. Anything else at the state path (a directory, the config file, another program's file, a
+/// state that cannot be read) is an error, never a fresh day.
 public struct StateStore: Sendable {
     public let path: String
 
@@ -17,6 +18,8 @@ public struct StateStore: Sendable {
     public static let format = "flowbridge-state"
     /// How every state file flowbridge writes begins, so even a torn one is recognizably a state.
     static let header = Array(#"{"format":"flowbridge-state""#.utf8)
+    /// EF BB BF: the UTF-8 byte order mark.
+    static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
     /// No state is larger: a few kB per source. A larger file is not one flowbridge wrote.
     static let sizeLimit = 16 << 20
 
@@ -42,7 +45,8 @@ public struct StateStore: Sendable {
         case none
         /// A flowbridge state, its shape checked (the engine checks its entries).
         case state(JSONValue)
-        /// A flowbridge state that cannot be used (torn, or its totals are gone): set aside.
+        /// A flowbridge state that cannot be used (torn, emptied or zeroed by a power cut, or its
+        /// totals are gone): set aside.
         case damaged(reason: String)
         /// Not something to read or to move: the daemon must not start on it.
         case unusable(StateFileProblem)
@@ -60,11 +64,20 @@ public struct StateStore: Sendable {
         if let configPath, FileIO.isSameFile(configPath, info) {
             return .unusable(StateFileProblem(path, "is the config file; the state needs a file of its own"))
         }
-        let bytes: [UInt8]
+        var bytes: [UInt8]
         do { bytes = try FileIO.read(path, atMost: Self.sizeLimit + 1) } catch {
             return .unusable(StateFileProblem(path, "cannot be read (\(error.reason))"))
         }
-        let marked = bytes.starts(with: Self.header)
+        // An editor that saved the state may have put a UTF-8 byte order mark first: not JSON,
+        // but nothing of the state either.
+        if bytes.starts(with: Self.byteOrderMark) { bytes.removeFirst(Self.byteOrderMark.count) }
+        // A power cut can leave a file empty, or its blocks zeroed (SD cards): nobody's file, so
+        // nothing is lost by moving it aside, and refusing it would keep the service down.
+        if bytes.allSatisfy({ $0 == 0 || $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") }) {
+            return .damaged(reason: bytes.isEmpty ? "it is empty" : "it holds only NUL bytes or spaces (a power cut?)")
+        }
+        // A torn write cut short within the marker is still recognizably a state.
+        let marked = bytes.starts(with: Self.header) || Self.header.starts(with: bytes)
         guard bytes.count <= Self.sizeLimit else {
             return marked ? .damaged(reason: "larger than \(FileIO.describe(bytes: Self.sizeLimit))") : .unusable(.foreign(path))
         }

@@ -222,6 +222,14 @@ struct ServiceUnitTests {
     /// systemd 252 fails a unit whose `LoadCredential=` file is missing, unless a `SetCredential=`
     /// of the same name gives a default; the default is one flowbridge reads as empty (`\n`: 252
     /// refuses an empty value, which `systemdUnitVerifies` would show).
+    /// The daemon starts after the clock is set where systemd can tell (time-sync.target), and the
+    /// unit says why that alone does not keep a wrong clock out.
+    @Test func theDaemonStartsAfterTimeSync() throws {
+        #expect(try Self.values(of: "After").contains { $0.split(separator: " ").contains("time-sync.target") })
+        let unit = try String(contentsOf: Self.unitPath, encoding: .utf8)
+        #expect(unit.contains("systemd-time-wait-sync.service") && unit.contains("not enough on its own"))
+    }
+
     @Test func everyLoadedCredentialHasAnEmptyDefault() throws {
         let loaded = try Self.values(of: "LoadCredential").map { String($0.prefix { $0 != ":" }) }
         let defaults = try Self.values(of: "SetCredential")

@@ -48,7 +48,6 @@ import Testing
         ("not JSON at all", "kein JSON"),
         ("another program's JSON", #"{"version":1,"readings":[1,2],"totals":{}}"#),
         ("a state of another format", #"{"format":"other-state","version":1,"readings":{},"totals":{}}"#),
-        ("an empty file", ""),
     ])
     func aFileThatIsNoFlowbridgeStateIsLeftAlone(name: String, content: String) throws {
         let folder = TemporaryFolder()

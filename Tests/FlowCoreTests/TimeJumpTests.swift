@@ -24,7 +24,8 @@ import Testing
         var verdicts: [Verdict] = []
         for seconds in times {
             let time = Date(timeIntervalSince1970: seconds)
-            let verdict = timeline.classify(time, dayEnd: Date(timeIntervalSince1970: 1000), jumpSeconds: 300)
+            let day = LocalDay(date: CivilDate(daysSinceEpoch: 0), start: Date(timeIntervalSince1970: 1000 - 86_400), end: Date(timeIntervalSince1970: 1000))
+            let verdict = timeline.classify(time, day: day, jumpSeconds: 300)
             timeline.take(time, verdict)
             verdicts.append(verdict)
         }
