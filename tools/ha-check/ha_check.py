@@ -15,7 +15,8 @@ sensors for grid consumption, return to grid, solar production and battery in an
 (ENERGY_FIELDS), waits for the recorder's statistics of them, and requires Home Assistant's own
 `energy/validate` to report no issue; checks that the entities turn unavailable when flowbridge
 stops (its last will); and that Home Assistant's log has no warning or error of the loggers in
-LOGGERS_WATCHED or about flowbridge's entities. Exit status 0 when all holds.
+LOGGERS_WATCHED, of the setup of those integrations, or about flowbridge's entities. Exit status 0
+when all holds.
 
 Run with the virtual environment's Python (the Makefile does):
     .build/ha-check/venv-2025.4.4/bin/python tools/ha-check/ha_check.py --flowbridge .build/debug/flowbridge
@@ -27,6 +28,7 @@ import copy
 import datetime
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -54,11 +56,13 @@ STATISTICS_SECONDS = 2 * 300 + 90
 # templates), the sensor platform and its statistics, the Energy dashboard, the recorder and the
 # entity helpers. Home Assistant logs other things about a machine without internet (network,
 # analytics, camera's libturbojpeg…), which are not flowbridge's; a line of any logger that names
-# one of flowbridge's entities counts too.
+# one of flowbridge's entities counts too, and one of Home Assistant's setup that names the setup
+# of a watched integration ("Error during setup of component mqtt", "… entry 127.0.0.1 for mqtt").
 LOGGERS_WATCHED = (
     "homeassistant.components.mqtt", "homeassistant.components.sensor", "homeassistant.components.energy",
     "homeassistant.components.recorder", "homeassistant.helpers.template", "homeassistant.helpers.entity",
 )
+SETUP_WATCHED = re.compile(r"\[homeassistant\.(setup|config_entries)\].*\b(component|for) (mqtt|sensor|energy|recorder|history)\b")
 
 # What the demo config needs for the Energy dashboard while a node has one energy sensor, the
 # account its `total:` names: the Grid counts import already (the meter's counter), the Battery
@@ -420,13 +424,13 @@ def wait_for_statistics(ha, entities, since):
 
 def next_compile(now):
     """When the recorder next compiles statistics: the next 5-minute mark, plus about 10 s."""
-    mark = now.replace(second=0, microsecond=0) + datetime.timedelta(minutes=5 - now.minute % 5)
-    return mark + datetime.timedelta(seconds=10)
+    mark = now.replace(minute=now.minute - now.minute % 5, second=10, microsecond=0)
+    return mark if mark > now else mark + datetime.timedelta(minutes=5)
 
 
 def log_complaints(home, entities):
-    """Home Assistant's warnings and errors of LOGGERS_WATCHED or naming one of `entities`, from
-    its log (and the previous one, which a restart moves to home-assistant.log.1)."""
+    """Home Assistant's warnings and errors of LOGGERS_WATCHED, of SETUP_WATCHED, or naming one of
+    `entities`, from its log (and the previous one, which a restart moves to home-assistant.log.1)."""
     lines = []
     for name in ("home-assistant.log.1", "home-assistant.log"):
         path = os.path.join(home, name)
@@ -434,7 +438,8 @@ def log_complaints(home, entities):
             with open(path, encoding="utf-8", errors="replace") as file:
                 lines += file.read().splitlines()
     complaints = [line for line in lines if (" WARNING " in line or " ERROR " in line)
-                  and (any(f"[{name}" in line for name in LOGGERS_WATCHED) or any(e in line for e in entities))]
+                  and (any(f"[{name}" in line for name in LOGGERS_WATCHED) or SETUP_WATCHED.search(line)
+                       or any(e in line for e in entities))]
     return lines, complaints
 
 
@@ -596,9 +601,12 @@ def main():
         if without:
             problems.append(f"no statistics after {STATISTICS_SECONDS} s for {', '.join(without)}")
         say(f"statistics after {(datetime.datetime.now(datetime.timezone.utc) - saved_at).total_seconds():.0f} s:")
-        table([[entity, len(statistics.get(entity, [])), (statistics.get(entity) or [{}])[-1].get("state"),
-                (statistics.get(entity) or [{}])[-1].get("sum")] for entity in energy_entities],
-              ["entity", "5-minute rows", "last state", "last sum"])
+        rows = []
+        for entity in energy_entities:
+            last = (statistics.get(entity) or [{}])[-1]
+            rows.append([entity, len(statistics.get(entity, []))] + [
+                "-" if last.get(kind) is None else f"{last[kind]:.6g}" for kind in ("state", "sum")])
+        table(rows, ["entity", "5-minute rows", "last state", "last sum"])
         validation = ha.command("energy/validate")
         say(f"energy/validate: {json.dumps(validation)}")
         issues = [issue for group in validation["energy_sources"] + validation["device_consumption"] for issue in group]
@@ -622,7 +630,7 @@ def main():
         # Home Assistant's own word on the discovery, the sensors and their statistics.
         lines, complaints = log_complaints(home, expected)
         say(f"Home Assistant's log: {len(lines)} lines, {len(complaints)} warnings or errors of "
-            f"{', '.join(LOGGERS_WATCHED)} or about flowbridge's entities")
+            f"{', '.join(LOGGERS_WATCHED)}, of the setup of mqtt, sensor, energy, recorder or history, or about flowbridge's entities")
         for line in complaints:
             problems.append(f"Home Assistant's log: {line}")
     finally:
