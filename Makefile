@@ -14,7 +14,16 @@ SCREENSHOT_PACKAGES := chromium python3
 # And what `make ha-check` needs besides: Python for Home Assistant core (itself installed from the
 # Python registry into a throwaway virtual environment, HA_VENV), and the broker it discovers on.
 HA_CHECK_PACKAGES := python3 python3-venv mosquitto
-HA_VENV ?= .build/ha-check/venv
+# Home Assistant 2025.4.4 needs Python 3.13 (2025.5 and later 3.13.2, which is not to be had here):
+# pyenv's (`pyenv root`, else ~/.pyenv) or the system's; HA_PYTHON313=/path/to/python3.13 names
+# another. Without one, HA_VERSION falls back to 2024.3.3 on python3 (3.11); HA_VERSION=2024.3.3
+# chooses it anyway. Each release has its pinned set, tools/ha-check/requirements-<release>.txt.
+HA_PYENV_ROOT = $(or $(PYENV_ROOT),$(shell pyenv root 2>/dev/null),$(HOME)/.pyenv)
+HA_PYTHON313 ?= $(firstword $(wildcard $(HA_PYENV_ROOT)/versions/3.13*/bin/python3.13 /usr/local/bin/python3.13 /usr/bin/python3.13))
+HA_VERSION ?= $(if $(HA_PYTHON313),2025.4.4,2024.3.3)
+HA_PYTHON = $(if $(filter 2024.3.3,$(HA_VERSION)),python3,$(HA_PYTHON313))
+HA_REQUIREMENTS = tools/ha-check/requirements-$(HA_VERSION).txt
+HA_VENV ?= .build/ha-check/venv-$(HA_VERSION)
 # And what the soak needs besides the broker: Python for its publisher and its checks.
 SOAK_PACKAGES := python3
 
@@ -96,18 +105,23 @@ screenshot: build
 	$(FLOWBRIDGE) replay --config Config/demo.yaml --svg $(SCREENSHOTS)/demo $(SCREENSHOTS)/demo-day.ndjson >/dev/null
 	scripts/screenshot.sh $(SCREENSHOTS)
 
-## ha-check: a real Home Assistant core (2024.3.3, the pinned tools/ha-check/requirements.txt)
-## discovers flowbridge's sensors: a private mosquitto on loopback, the simulator at 720x,
-## `flowbridge run` with Config/demo.yaml plus output.mqtt, and checks through Home Assistant's REST
-## API (tools/ha-check/ha_check.py). Not part of `make test`: it installs Home Assistant (minutes,
-## once; again when requirements.txt changes) and starts it (a minute or two).
+## ha-check: a real Home Assistant core (2025.4.4 on Python 3.13, else 2024.3.3; the pinned
+## tools/ha-check/requirements-<release>.txt) discovers flowbridge's sensors and takes them for its
+## Energy dashboard: a private mosquitto on loopback, the simulator at 720x, `flowbridge run` with
+## Config/demo.yaml plus output.mqtt, checked through Home Assistant's REST and websocket APIs
+## (tools/ha-check/ha_check.py). Not part of `make test`: it installs Home Assistant (minutes, once;
+## again when the pins change), starts it (a minute or two) and waits for its statistics (up to 5 min).
 ha-check: build
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(HA_CHECK_PACKAGES)"
-	@if ! cmp -s tools/ha-check/requirements.txt $(HA_VENV)/requirements.txt; then \
-	  echo "installing Home Assistant core into $(HA_VENV)"; \
-	  rm -rf $(HA_VENV) && python3 -m venv $(HA_VENV) \
-	  && $(HA_VENV)/bin/pip install --quiet --disable-pip-version-check -r tools/ha-check/requirements.txt \
-	  && cp tools/ha-check/requirements.txt $(HA_VENV)/requirements.txt; \
+	@test -f $(HA_REQUIREMENTS) || { echo "error: HA_VERSION=$(HA_VERSION): no pinned set $(HA_REQUIREMENTS) (there are: $(patsubst tools/ha-check/requirements-%.txt,%,$(wildcard tools/ha-check/requirements-*.txt)))" >&2; exit 1; }
+	@test -n "$(HA_PYTHON)" || { echo "error: Home Assistant $(HA_VERSION) needs Python 3.13, and none was found (HA_PYTHON313=/path/to/python3.13 names one)" >&2; exit 1; }
+	@if [ -z "$(HA_PYTHON313)" ]; then echo "ha-check: no Python 3.13 found (pyenv's under $(HA_PYENV_ROOT), or the system's; HA_PYTHON313 names one): Home Assistant 2024.3.3 instead of 2025.4.4"; fi
+	@echo "ha-check: Home Assistant $(HA_VERSION) on $(HA_PYTHON) ($$($(HA_PYTHON) --version 2>&1)), in $(HA_VENV)"
+	@if ! { cat $(HA_REQUIREMENTS); echo "# $(HA_PYTHON)"; } | cmp -s - $(HA_VENV)/installed; then \
+	  echo "installing Home Assistant core $(HA_VERSION) into $(HA_VENV)"; \
+	  rm -rf $(HA_VENV) && $(HA_PYTHON) -m venv $(HA_VENV) \
+	  && $(HA_VENV)/bin/pip install --quiet --disable-pip-version-check -r $(HA_REQUIREMENTS) \
+	  && { cat $(HA_REQUIREMENTS); echo "# $(HA_PYTHON)"; } > $(HA_VENV)/installed; \
 	fi
 	$(HA_VENV)/bin/python tools/ha-check/ha_check.py --flowbridge $$($(SWIFT) build --show-bin-path)/flowbridge
 

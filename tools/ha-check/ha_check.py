@@ -1,25 +1,34 @@
 #!/usr/bin/env python3
-"""make ha-check: a real Home Assistant core discovers flowbridge's sensors.
+"""make ha-check: a real Home Assistant core discovers flowbridge's sensors and fills its Energy dashboard.
 
 Runs, all on loopback and in a temporary folder: a private mosquitto, `flowbridge simulate`
-(the demo home at 720x), `flowbridge run` with Config/demo.yaml plus `output.mqtt` with Home
-Assistant discovery, and Home Assistant core (the pinned set of requirements.txt, in the virtual
-environment this script runs from) with a private config folder, its MQTT integration pointed at
-the same broker. Then it checks through Home Assistant's REST API that every sensor flowbridge
-announced is an entity with the state flowbridge published, the unit, device class and state
-class of its discovery config, and the device's name; that the entities turn unavailable when
-flowbridge stops (its last will); and that Home Assistant's log has no MQTT discovery or template
-warnings or errors. Prints the entities as a table. Exit status 0 when all holds.
+(the demo home at 720x), `flowbridge run` with Config/demo.yaml as the Energy dashboard needs it
+(ENERGY_VARIANT) plus `output.mqtt` with Home Assistant discovery, and Home Assistant core (the
+release installed in the virtual environment this script runs from) with a private config folder.
+Home Assistant is set up as a user would: onboarding over its REST API, a long-lived access token
+from its websocket, the MQTT integration through its config flow, pointed at the same broker.
+
+Then it checks through Home Assistant's REST API that every sensor flowbridge announced is an
+entity with the state flowbridge published, the unit, device class and state class of its
+discovery config, and the device's name; saves Energy dashboard preferences with flowbridge's
+sensors for grid consumption, return to grid, solar production and battery in and out
+(ENERGY_FIELDS), waits for the recorder's statistics of them, and requires Home Assistant's own
+`energy/validate` to report no issue; checks that the entities turn unavailable when flowbridge
+stops (its last will); and that Home Assistant's log has no warning or error of the loggers in
+LOGGERS_WATCHED, of the setup of those integrations, or about flowbridge's entities. Exit status 0
+when all holds.
 
 Run with the virtual environment's Python (the Makefile does):
-    .build/ha-check/venv/bin/python tools/ha-check/ha_check.py --flowbridge .build/debug/flowbridge
+    .build/ha-check/venv-2025.4.4/bin/python tools/ha-check/ha_check.py --flowbridge .build/debug/flowbridge
 """
 
 import argparse
+import asyncio
+import copy
 import datetime
 import json
 import os
-import secrets
+import re
 import shutil
 import signal
 import socket
@@ -28,20 +37,67 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 
-import jwt  # PyJWT, one of Home Assistant's own requirements
-import paho.mqtt.client as mqtt  # paho-mqtt 1.6, idem
-import yaml  # PyYAML, idem
+import aiohttp  # Home Assistant's own HTTP library: the websocket client
+import paho.mqtt.client as mqtt  # paho-mqtt 2.1 with 2025.4, 1.6 with 2024.3
+import yaml  # PyYAML, one of Home Assistant's requirements
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DISCOVERY_PREFIX = "homeassistant"
 HA_START_SECONDS = 300
+# The recorder compiles statistics every 5 minutes (at :00, :05, … plus about 10 s), for the
+# sensors that had states in the period: the first compile after the entities appeared has them,
+# two periods and a margin are the deadline.
+STATISTICS_SECONDS = 2 * 300 + 90
+# The loggers whose warnings and errors are flowbridge's business: MQTT (discovery, the sensors'
+# templates), the sensor platform and its statistics, the Energy dashboard, the recorder and the
+# entity helpers. Home Assistant logs other things about a machine without internet (network,
+# analytics, camera's libturbojpeg…), which are not flowbridge's; a line of any logger that names
+# one of flowbridge's entities counts too, and one of Home Assistant's setup that names the setup
+# of a watched integration ("Error during setup of component mqtt", "… entry 127.0.0.1 for mqtt").
 LOGGERS_WATCHED = (
-    "homeassistant.components.mqtt", "homeassistant.components.sensor", "homeassistant.helpers.template",
-    "homeassistant.helpers.entity",
+    "homeassistant.components.mqtt", "homeassistant.components.sensor", "homeassistant.components.energy",
+    "homeassistant.components.recorder", "homeassistant.helpers.template", "homeassistant.helpers.entity",
 )
+SETUP_WATCHED = re.compile(r"\[homeassistant\.(setup|config_entries)\].*\b(component|for) (mqtt|sensor|energy|recorder|history)\b")
+
+# What the demo config needs for the Energy dashboard while a node has one energy sensor, the
+# account its `total:` names: the Grid counts import already (the meter's counter), the Battery
+# counts its charge, and a second flow widget counts export and discharge, as a user must today.
+# Totals to the Wh: at 720x the integrated ones count real time, a few Wh a minute. Once every
+# node announces every account, the demo config alone will do (ENERGY_FIELDS finds the sensors
+# either way, first in the first widget that has them).
+ENERGY_VARIANT = {
+    "power": {"storage": {"total": "charge"}, "policy": {"total_step": 0.001}},
+    "export": {
+        "template": "flow", "label": "Demo home export",
+        "flow": {
+            "storage": {"name": "Battery", "rate": "battery", "total": "discharge"},
+            "exchange": {"name": "Grid", "rate": "grid", "total": "export"},
+        },
+        "policy": {"min_interval": "3s", "rate_step": 10, "rate_deadband": 20, "total_step": 0.001},
+    },
+}
+
+# The Energy dashboard's fields and flowbridge's account for each: (field, node slot, account,
+# the account's sensor key suffix). A node's sensor key is `<node id>_<suffix>`; the account a
+# node's `total:` shows keeps the suffix it has always had (energyWords in
+# Sources/Delivery/HomeAssistantDiscovery.swift: `energy` for a counter, a daily counter or an
+# integral), so it is found by that suffix too (choose_energy_sensors).
+ENERGY_FIELDS = (
+    ("grid consumption", "exchange", "import", "import"),
+    ("return to grid", "exchange", "export", "export"),
+    ("solar production", "inputs", "production", "energy"),
+    ("battery charged (energy going in)", "storage", "charged", "charged"),
+    ("battery discharged (energy coming out)", "storage", "discharged", "discharged"),
+)
+# The account a node's `total:` shows, by what it names; a device's counter (`{counter:}`,
+# `{daily:}`) counts the direction + on the widget (grid importing, battery filling).
+TOTAL_ACCOUNTS = {"import": "import", "export": "export", "charge": "charged", "discharge": "discharged"}
+COUNTER_ACCOUNTS = {"inputs": "production", "output": "consumption", "exchange": "import", "storage": "charged"}
 
 
 def say(text):
@@ -101,8 +157,13 @@ class Processes:
 def retained(port, topics, seconds=2.0):
     """The retained messages on `topics` (filters), by topic: what a subscriber gets at once."""
     found = {}
-    client = mqtt.Client(client_id=f"ha-check-{uuid.uuid4().hex[:8]}")
-    client.on_connect = lambda c, userdata, flags, rc: c.subscribe([(topic, 1) for topic in topics])
+    name = f"ha-check-{uuid.uuid4().hex[:8]}"
+    # paho-mqtt 2 wants the callbacks' signatures named; 1.6 has only its own.
+    if hasattr(mqtt, "CallbackAPIVersion"):
+        client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=name)
+    else:
+        client = mqtt.Client(client_id=name)
+    client.on_connect = lambda c, *_: c.subscribe([(topic, 1) for topic in topics])
 
     def on_message(_client, _userdata, message):
         if message.retain and message.payload:
@@ -123,59 +184,220 @@ def write_json(path, value):
         json.dump(value, file, indent=2)
 
 
-def prepare_home_assistant(folder, http_port, broker_port, version):
-    """A config folder Home Assistant starts from without onboarding: HTTP on loopback, the
-    MQTT integration as a config entry (the broker cannot be set in configuration.yaml since
-    2022.3), and a user with a long-lived access token. Returns the token."""
-    with open(os.path.join(folder, "configuration.yaml"), "w", encoding="utf-8") as file:
+def merged(base, changes):
+    """`base` with `changes` laid over it, dictionaries key by key."""
+    out = copy.deepcopy(base)
+    for key, value in changes.items():
+        out[key] = merged(out.get(key) or {}, value) if isinstance(value, dict) else value
+    return out
+
+
+def energy_config(demo):
+    """The demo config with ENERGY_VARIANT: a widget's `flow` node or `policy` changed key by key,
+    a widget the demo lacks added whole."""
+    config = copy.deepcopy(demo)
+    for name, changes in ENERGY_VARIANT.items():
+        widget = config["widgets"].get(name)
+        if widget is None:
+            config["widgets"][name] = copy.deepcopy(changes)
+            continue
+        for key, value in changes.items():
+            if key == "policy":
+                widget["policy"] = merged(widget.get("policy") or {}, value)
+            else:
+                widget["flow"][key] = merged(widget["flow"].get(key) or {}, value)
+    return config
+
+
+def ha_id(text):
+    """HomeAssistantDiscovery.id: lower-case ASCII letters and digits, anything else one `_`."""
+    out = ""
+    for char in text:
+        if char.isascii() and char.isalnum():
+            out += char.lower()
+        elif out and not out.endswith("_"):
+            out += "_"
+    return out.rstrip("_")
+
+
+def flow_nodes(widget):
+    """(slot, node id, node config) of a flow widget's nodes, as the discovery names them."""
+    flow = widget.get("flow") or {}
+    for index, node in enumerate(flow.get("inputs") or []):
+        yield "inputs", ha_id(node.get("name") or "") or ha_id(f"input {index + 1}"), node
+    for slot in ("output", "storage", "exchange"):
+        if flow.get(slot):
+            yield slot, ha_id(flow[slot].get("name") or "") or slot, flow[slot]
+
+
+def shown_account(slot, total):
+    """The account a node's `total:` shows (None: none)."""
+    if total is None:
+        return None
+    if isinstance(total, str) and total in TOTAL_ACCOUNTS:
+        return TOTAL_ACCOUNTS[total]
+    return COUNTER_ACCOUNTS[slot]
+
+
+def choose_energy_sensors(config, discovered):
+    """For each ENERGY_FIELDS row, the entity ids of the sensors that carry its account, one per
+    node of the slot (several inputs: several solar sources), from the retained discovery configs
+    (`discovered`: by (widget, key)). A node's account is its `<node>_<suffix>` sensor, or its
+    `<node>_energy` one when the node's `total:` shows that account; when several widgets carry
+    it, the first in the config. Returns ({account: [entity ids]}, table rows, problems)."""
+    chosen, rows, problems = {}, [], []
+    for field, slot, account, suffix in ENERGY_FIELDS:
+        found = {}
+        for widget_name, widget in config["widgets"].items():
+            if widget.get("template") != "flow":
+                continue
+            for node_slot, node_id, node in flow_nodes(widget):
+                if node_slot != slot or node_id in found:
+                    continue
+                keys = [f"{node_id}_{suffix}"]
+                if shown_account(slot, node.get("total")) == account:
+                    keys.append(f"{node_id}_energy")
+                entity = next((discovered[(widget_name, key)] for key in keys if (widget_name, key) in discovered), None)
+                if entity:
+                    found[node_id] = (widget_name, entity)
+        if not found:
+            problems.append(f"the Energy dashboard's {field}: no sensor of flowbridge's carries the {slot}'s {account}")
+        chosen[account] = [entity for _, entity in found.values()]
+        rows += [[field, account, widget_name, entity] for widget_name, entity in found.values()]
+    return chosen, rows, problems
+
+
+def energy_prefs(chosen):
+    """The Energy dashboard's preferences (energy/save_prefs) of the chosen sensors."""
+    sources = []
+    if chosen["import"] or chosen["export"]:
+        sources.append({
+            "type": "grid",
+            "flow_from": [{"stat_energy_from": e, "stat_cost": None, "entity_energy_price": None, "number_energy_price": None}
+                          for e in chosen["import"]],
+            "flow_to": [{"stat_energy_to": e, "stat_compensation": None, "entity_energy_price": None, "number_energy_price": None}
+                        for e in chosen["export"]],
+            "cost_adjustment_day": 0,
+        })
+    sources += [{"type": "solar", "stat_energy_from": e} for e in chosen["production"]]
+    sources += [{"type": "battery", "stat_energy_from": out, "stat_energy_to": into}
+                for out, into in zip(chosen["discharged"], chosen["charged"])]
+    return {"energy_sources": sources, "device_consumption": []}
+
+
+def table(rows, header):
+    widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
+    for row in [header] + rows:
+        print("  " + "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip(), flush=True)
+
+
+class HomeAssistant:
+    """Home Assistant's REST API and one websocket connection, on 127.0.0.1:`port`."""
+
+    def __init__(self, port):
+        self.port = port
+        self.base = f"http://127.0.0.1:{port}"
+        self.token = None
+        self.loop = asyncio.new_event_loop()
+        self.session = None
+        self.socket = None
+        self.next_id = 1
+
+    def rest(self, method, path, body=None, form=None):
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        data = None
+        if body is not None:
+            data, headers["Content-Type"] = json.dumps(body).encode(), "application/json"
+        elif form is not None:
+            data, headers["Content-Type"] = urllib.parse.urlencode(form).encode(), "application/x-www-form-urlencoded"
+        request = urllib.request.Request(self.base + path, data=data, headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            raise SystemExit(f"Home Assistant: {method} {path}: {error.code} {error.read().decode(errors='replace')}") from None
+
+    def onboard(self):
+        """Onboarding as the frontend walks it: the owner, a token of the owner's, the analytics
+        and integration steps. Not `core_config`: it sets up integrations that need the internet
+        (met, radio_browser, google_translate), whose errors would fill the log."""
+        client_id = f"{self.base}/"
+        code = self.rest("POST", "/api/onboarding/users", {
+            "client_id": client_id, "name": "ha-check", "username": "ha-check",
+            "password": uuid.uuid4().hex, "language": "en",
+        })["auth_code"]
+        tokens = self.rest("POST", "/auth/token", form={"grant_type": "authorization_code", "code": code, "client_id": client_id})
+        self.token = tokens["access_token"]
+        self.rest("POST", "/api/onboarding/analytics", {})
+        self.rest("POST", "/api/onboarding/integration", {"client_id": client_id, "redirect_uri": f"{client_id}?auth_callback=1"})
+
+    def connect_websocket(self):
+        async def connect():
+            self.session = aiohttp.ClientSession()
+            self.socket = await self.session.ws_connect(f"{self.base}/api/websocket")
+            if (await self.socket.receive_json())["type"] != "auth_required":
+                raise SystemExit("Home Assistant's websocket did not ask for authentication")
+            await self.socket.send_json({"type": "auth", "access_token": self.token})
+            answer = await self.socket.receive_json()
+            if answer["type"] != "auth_ok":
+                raise SystemExit(f"Home Assistant's websocket refused the token: {answer}")
+
+        self.loop.run_until_complete(connect())
+
+    def command(self, kind, **fields):
+        """One websocket command's result; a failed command ends the check."""
+        async def send():
+            message_id = self.next_id
+            self.next_id += 1
+            await self.socket.send_json({"id": message_id, "type": kind, **fields})
+            while True:
+                answer = await asyncio.wait_for(self.socket.receive_json(), 60)
+                if answer.get("id") == message_id and answer.get("type") == "result":
+                    return answer
+
+        answer = self.loop.run_until_complete(send())
+        if not answer["success"]:
+            raise SystemExit(f"Home Assistant: {kind} failed: {answer.get('error')}")
+        return answer["result"]
+
+    def long_lived_token(self):
+        """The REST API's token from here on: an access token of the login lasts 30 minutes,
+        the check may take longer."""
+        self.token = self.command("auth/long_lived_access_token", client_name="ha-check", lifespan=1)
+
+    def set_up_mqtt(self, broker_port):
+        """The MQTT integration through its config flow (the broker is a config entry since
+        2022.3): the `broker` form, then the entry. Discovery is on, under `homeassistant/`."""
+        flow = self.rest("POST", "/api/config/config_entries/flow", {"handler": "mqtt", "show_advanced_options": False})
+        if flow.get("step_id") != "broker":
+            raise SystemExit(f"the MQTT config flow began with {flow}, not the broker form")
+        done = self.rest("POST", f"/api/config/config_entries/flow/{flow['flow_id']}", {"broker": "127.0.0.1", "port": broker_port})
+        if done.get("type") != "create_entry":
+            raise SystemExit(f"the MQTT config flow did not create its entry: {done}")
+
+    def close(self):
+        async def close():
+            if self.socket:
+                await self.socket.close()
+            if self.session:
+                await self.session.close()
+
+        self.loop.run_until_complete(close())
+        self.loop.close()
+
+
+def write_configuration(home, http_port):
+    """configuration.yaml: HTTP on loopback, the integrations the check uses named one by one
+    (no `default_config`: its discovery and cloud integrations want a network)."""
+    os.makedirs(home)
+    with open(os.path.join(home, "configuration.yaml"), "w", encoding="utf-8") as file:
         file.write(
             "homeassistant:\n  name: ha-check\n  unit_system: metric\n  time_zone: UTC\n"
             "  latitude: 52.5\n  longitude: 13.4\n  elevation: 30\n  currency: EUR\n  country: DE\n"
             f"http:\n  server_host: 127.0.0.1\n  server_port: {http_port}\n"
-            "api:\n"
+            "api:\nauth:\nconfig:\nwebsocket_api:\nonboarding:\nrecorder:\nhistory:\nenergy:\nsensor:\n"
             "logger:\n  default: warning\n  logs:\n    homeassistant.components.mqtt: info\n"
         )
-    storage = os.path.join(folder, ".storage")
-    write_json(os.path.join(storage, "onboarding"), {
-        "version": 4, "minor_version": 1, "key": "onboarding",
-        "data": {"done": ["user", "core_config", "analytics", "integration"]},
-    })
-    write_json(os.path.join(storage, "core.config_entries"), {
-        "version": 1, "minor_version": 1, "key": "core.config_entries",
-        "data": {"entries": [{
-            "entry_id": uuid.uuid4().hex, "version": 1, "minor_version": 1, "domain": "mqtt", "title": "127.0.0.1",
-            "data": {"broker": "127.0.0.1", "port": broker_port, "discovery": True, "discovery_prefix": DISCOVERY_PREFIX},
-            "options": {}, "pref_disable_new_entities": False, "pref_disable_polling": False, "source": "user",
-            "unique_id": None, "disabled_by": None,
-        }]},
-    })
-    user_id, token_id, jwt_key = uuid.uuid4().hex, uuid.uuid4().hex, secrets.token_hex(64)
-    now = datetime.datetime.now(datetime.timezone.utc)
-    write_json(os.path.join(storage, "auth"), {
-        "version": 1, "minor_version": 1, "key": "auth",
-        "data": {
-            "users": [{
-                "id": user_id, "group_ids": ["system-admin"], "is_owner": True, "is_active": True, "name": "ha-check",
-                "system_generated": False, "local_only": False,
-            }],
-            "groups": [{"id": "system-admin", "name": "Administrators"}],
-            "credentials": [],
-            "refresh_tokens": [{
-                "id": token_id, "user_id": user_id, "client_id": None, "client_name": "ha-check", "client_icon": None,
-                "token_type": "long_lived_access_token", "created_at": now.isoformat(),
-                "access_token_expiration": 86400.0, "token": secrets.token_hex(64), "jwt_key": jwt_key,
-                "last_used_at": None, "last_used_ip": None, "expire_at": None, "credential_id": None, "version": version,
-            }],
-        },
-    })
-    issued = int(time.time())
-    return jwt.encode({"iss": token_id, "iat": issued, "exp": issued + 86400}, jwt_key, algorithm="HS256")
-
-
-def api(http_port, token, path):
-    request = urllib.request.Request(f"http://127.0.0.1:{http_port}{path}", headers={"Authorization": f"Bearer {token}"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())
 
 
 def same_state(ha_state, value):
@@ -186,6 +408,39 @@ def same_state(ha_state, value):
         return abs(float(ha_state) - float(value)) < 1e-9
     except ValueError:
         return False
+
+
+def wait_for_statistics(ha, entities, since):
+    """The recorder's 5-minute statistics of `entities` since `since`, once each has one, or
+    what there is at the deadline: {entity: [rows]}."""
+    deadline = time.monotonic() + STATISTICS_SECONDS
+    while True:
+        found = ha.command("recorder/statistics_during_period", start_time=since.isoformat(), statistic_ids=entities,
+                           period="5minute", types=["state", "sum"])
+        if all(found.get(entity) for entity in entities) or time.monotonic() > deadline:
+            return found
+        time.sleep(10)
+
+
+def next_compile(now):
+    """When the recorder next compiles statistics: the next 5-minute mark, plus about 10 s."""
+    mark = now.replace(minute=now.minute - now.minute % 5, second=10, microsecond=0)
+    return mark if mark > now else mark + datetime.timedelta(minutes=5)
+
+
+def log_complaints(home, entities):
+    """Home Assistant's warnings and errors of LOGGERS_WATCHED, of SETUP_WATCHED, or naming one of
+    `entities`, from its log (and the previous one, which a restart moves to home-assistant.log.1)."""
+    lines = []
+    for name in ("home-assistant.log.1", "home-assistant.log"):
+        path = os.path.join(home, name)
+        if os.path.exists(path):
+            with open(path, encoding="utf-8", errors="replace") as file:
+                lines += file.read().splitlines()
+    complaints = [line for line in lines if (" WARNING " in line or " ERROR " in line)
+                  and (any(f"[{name}" in line for name in LOGGERS_WATCHED) or SETUP_WATCHED.search(line)
+                       or any(e in line for e in entities))]
+    return lines, complaints
 
 
 def main():
@@ -201,6 +456,8 @@ def main():
     folder = tempfile.mkdtemp(prefix="flowbridge-ha-check-")
     processes = Processes(folder)
     problems = []
+    expected = {}
+    ha = None
     try:
         broker_port, http_port = free_port(), free_port()
         with open(os.path.join(folder, "mosquitto.conf"), "w", encoding="utf-8") as file:
@@ -209,9 +466,9 @@ def main():
         if not wait_for_port(broker_port, 10, broker):
             raise SystemExit(f"mosquitto did not start:\n{processes.log('mosquitto')}")
 
-        # Config/demo.yaml, on this broker, with its own state, and output.mqtt with discovery.
+        # Config/demo.yaml with ENERGY_VARIANT, on this broker, with its own state, and output.mqtt with discovery.
         with open(os.path.join(ROOT, "Config", "demo.yaml"), encoding="utf-8") as file:
-            config = yaml.safe_load(file)
+            config = energy_config(yaml.safe_load(file))
         config.setdefault("mqtt", {})["port"] = broker_port
         config["mqtt"]["host"] = "127.0.0.1"
         config["state_file"] = os.path.join(folder, "state.json")
@@ -228,24 +485,31 @@ def main():
         daemon = processes.start("flowbridge", [flowbridge, "run", "--config", config_path])
 
         home = os.path.join(folder, "homeassistant")
-        os.makedirs(home)
-        token = prepare_home_assistant(home, http_port, broker_port, ha_version)
+        write_configuration(home, http_port)
         say(f"starting Home Assistant {ha_version} on 127.0.0.1:{http_port} (the first start takes a minute or two)")
         started = time.monotonic()
         hass_process = processes.start("hass", [hass, "-c", home, "--skip-pip"])
+        ha = HomeAssistant(http_port)
         while True:
             if hass_process.poll() is not None:
                 raise SystemExit(f"Home Assistant exited ({hass_process.returncode}):\n{processes.log('hass')[-4000:]}")
             if time.monotonic() - started > HA_START_SECONDS:
                 raise SystemExit(f"Home Assistant's API did not answer in {HA_START_SECONDS} s:\n{processes.log('hass')[-4000:]}")
             try:
-                if api(http_port, token, "/api/").get("message") == "API running.":
-                    break
+                with urllib.request.urlopen(f"{ha.base}/api/onboarding", timeout=10) as response:
+                    steps = json.loads(response.read())
+                break
             except (urllib.error.URLError, ConnectionError, OSError):
                 pass
             time.sleep(2)
-        say(f"Home Assistant's API answers after {time.monotonic() - started:.0f} s")
-        # Once started, Home Assistant says online on homeassistant/status: flowbridge announces again.
+        say(f"Home Assistant's API answers after {time.monotonic() - started:.0f} s; onboarding steps {[s['step'] for s in steps]}")
+        ha.onboard()
+        ha.connect_websocket()
+        ha.long_lived_token()
+        ha.set_up_mqtt(broker_port)
+        say("onboarded (without core_config), a long-lived access token, MQTT set up through its config flow")
+
+        # Once MQTT is set up, Home Assistant says online on homeassistant/status: flowbridge announces again.
         deadline = time.monotonic() + 120
         while "Home Assistant is online: announced its" not in processes.log("flowbridge") and time.monotonic() < deadline:
             time.sleep(1)
@@ -256,17 +520,17 @@ def main():
             problems.append("flowbridge did not hear Home Assistant's online (homeassistant/status) within 120 s")
 
         # What flowbridge announced: the retained discovery configs.
-        configs = {topic: json.loads(payload) for topic, payload in retained(broker_port, [f"{DISCOVERY_PREFIX}/sensor/#"]).items()}
+        configs = [json.loads(payload) for payload in retained(broker_port, [f"{DISCOVERY_PREFIX}/sensor/#"]).values()]
         if not configs:
             raise SystemExit(f"flowbridge announced no sensor:\n{processes.log('flowbridge')}")
-        expected = {f"sensor.{c['object_id']}": c for c in configs.values()}
+        expected = {f"sensor.{c['object_id']}": c for c in configs}
         say(f"flowbridge announced {len(expected)} sensors; waiting for their entities and readings")
 
         # Every entity there, and (the simulated day's sunrise may take a simulated hour or two)
         # every value known, or 150 s.
         deadline = time.monotonic() + 150
         while True:
-            states = {s["entity_id"]: s for s in api(http_port, token, "/api/states") if s["entity_id"] in expected}
+            states = {s["entity_id"]: s for s in ha.rest("GET", "/api/states") if s["entity_id"] in expected}
             known = [e for e, s in states.items() if s["state"] not in ("unknown", "unavailable")]
             if (len(states) == len(expected) and len(known) == len(expected)) or time.monotonic() > deadline:
                 break
@@ -280,11 +544,11 @@ def main():
         state_topics = sorted({config["state_topic"] for config in expected.values()})
         for _ in range(15):
             values = {topic: json.loads(payload) for topic, payload in retained(broker_port, state_topics, seconds=1.0).items()}
-            states = {s["entity_id"]: s for s in api(http_port, token, "/api/states") if s["entity_id"] in expected}
+            states = {s["entity_id"]: s for s in ha.rest("GET", "/api/states") if s["entity_id"] in expected}
             wrong = []
-            for entity, config in expected.items():
-                key = config["value_template"].split("'")[1]
-                value = values.get(config["state_topic"], {}).get(key, "absent")
+            for entity, sensor in expected.items():
+                key = sensor["value_template"].split("'")[1]
+                value = values.get(sensor["state_topic"], {}).get(key, "absent")
                 state = states.get(entity, {}).get("state")
                 if value == "absent" or state is None or not same_state(state, value):
                     wrong.append(f"{entity}: Home Assistant {state!r}, flowbridge {value!r}")
@@ -295,16 +559,16 @@ def main():
             problems.append("states that differ from flowbridge's values: " + "; ".join(wrong))
 
         rows = []
-        for entity, config in sorted(expected.items()):
+        for entity, sensor in sorted(expected.items()):
             state = states.get(entity)
             if state is None:
                 continue
             attributes = state["attributes"]
             want = {
-                "unit_of_measurement": config.get("unit_of_measurement"),
-                "device_class": config.get("device_class"),
-                "state_class": config.get("state_class"),
-                "friendly_name": f"{config['device']['name']} {config['name']}",
+                "unit_of_measurement": sensor.get("unit_of_measurement"),
+                "device_class": sensor.get("device_class"),
+                "state_class": sensor.get("state_class"),
+                "friendly_name": f"{sensor['device']['name']} {sensor['name']}",
             }
             for attribute, wanted in want.items():
                 if attributes.get(attribute) != wanted:
@@ -312,17 +576,48 @@ def main():
             rows.append([entity, state["state"], attributes.get("unit_of_measurement") or "",
                          attributes.get("device_class") or "-", attributes.get("state_class") or "-",
                          attributes.get("friendly_name") or ""])
-        header = ["entity", "state", "unit", "device_class", "state_class", "name"]
-        widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
         say("the entities Home Assistant made of flowbridge's discovery:")
-        for row in [header] + rows:
-            print("  " + "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip(), flush=True)
+        table(rows, ["entity", "state", "unit", "device_class", "state_class", "name"])
+
+        # The Energy dashboard of flowbridge's sensors, as Home Assistant's frontend saves it.
+        discovered = {(sensor["state_topic"].split("/")[-2], sensor["value_template"].split("'")[1]): entity
+                      for entity, sensor in expected.items()}
+        chosen, energy_rows, missing_fields = choose_energy_sensors(config, discovered)
+        problems += missing_fields
+        say("the Energy dashboard's fields and flowbridge's sensors:")
+        table(energy_rows, ["field", "account", "widget", "entity"])
+        prefs = energy_prefs(chosen)
+        saved_at = datetime.datetime.now(datetime.timezone.utc)
+        ha.command("energy/save_prefs", **prefs)
+        say(f"energy/save_prefs: {json.dumps(prefs)}")
+        early = ha.command("energy/validate")
+        say("energy/validate before the statistics compile (timing, not a fault): "
+            f"{sorted({issue['type'] for group in early['energy_sources'] for issue in group}) or 'no issue'}")
+        energy_entities = sorted({entity for entities in chosen.values() for entity in entities})
+        say(f"waiting for the statistics compile (next at {next_compile(saved_at):%H:%M:%S} UTC; deadline {STATISTICS_SECONDS} s)")
+        since = saved_at.replace(second=0, microsecond=0) - datetime.timedelta(minutes=10)
+        statistics = wait_for_statistics(ha, energy_entities, since)
+        without = [entity for entity in energy_entities if not statistics.get(entity)]
+        if without:
+            problems.append(f"no statistics after {STATISTICS_SECONDS} s for {', '.join(without)}")
+        say(f"statistics after {(datetime.datetime.now(datetime.timezone.utc) - saved_at).total_seconds():.0f} s:")
+        rows = []
+        for entity in energy_entities:
+            last = (statistics.get(entity) or [{}])[-1]
+            rows.append([entity, len(statistics.get(entity, []))] + [
+                "-" if last.get(kind) is None else f"{last[kind]:.6g}" for kind in ("state", "sum")])
+        table(rows, ["entity", "5-minute rows", "last state", "last sum"])
+        validation = ha.command("energy/validate")
+        say(f"energy/validate: {json.dumps(validation)}")
+        issues = [issue for group in validation["energy_sources"] + validation["device_consumption"] for issue in group]
+        for issue in issues:
+            problems.append(f"energy/validate: {issue['type']} for {issue['affected_entities']}")
 
         # flowbridge stops: its last will (offline) makes every entity unavailable.
         Processes.stop(daemon)
         deadline = time.monotonic() + 20
         while True:
-            states = {s["entity_id"]: s["state"] for s in api(http_port, token, "/api/states") if s["entity_id"] in expected}
+            states = {s["entity_id"]: s["state"] for s in ha.rest("GET", "/api/states") if s["entity_id"] in expected}
             available = sorted(e for e, s in states.items() if s != "unavailable")
             if not available or time.monotonic() > deadline:
                 break
@@ -332,14 +627,15 @@ def main():
         else:
             say(f"flowbridge stopped: all {len(states)} entities unavailable")
 
-        # Home Assistant's own word on the discovery: no MQTT, sensor or template warning or error.
-        with open(os.path.join(home, "home-assistant.log"), encoding="utf-8", errors="replace") as file:
-            log = file.read().splitlines()
-        complaints = [line for line in log if (" WARNING " in line or " ERROR " in line) and any(name in line for name in LOGGERS_WATCHED)]
-        say(f"Home Assistant's log: {len(log)} lines, {len(complaints)} MQTT/sensor/template warnings or errors")
+        # Home Assistant's own word on the discovery, the sensors and their statistics.
+        lines, complaints = log_complaints(home, expected)
+        say(f"Home Assistant's log: {len(lines)} lines, {len(complaints)} warnings or errors of "
+            f"{', '.join(LOGGERS_WATCHED)}, of the setup of mqtt, sensor, energy, recorder or history, or about flowbridge's entities")
         for line in complaints:
             problems.append(f"Home Assistant's log: {line}")
     finally:
+        if ha:
+            ha.close()
         processes.stop_all()
         if arguments.keep or problems:
             say(f"logs and Home Assistant's config kept in {folder}")
@@ -350,7 +646,8 @@ def main():
         for problem in problems:
             print(f"ha-check: FAILED: {problem}", file=sys.stderr)
         return 1
-    say(f"OK: Home Assistant {ha_version} discovered all {len(expected)} sensors with flowbridge's states, units and classes")
+    say(f"OK: Home Assistant {ha_version} discovered all {len(expected)} sensors with flowbridge's states, units and classes; "
+        f"its Energy dashboard takes them with no issue")
     return 0
 
 
