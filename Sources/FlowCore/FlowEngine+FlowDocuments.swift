@@ -73,6 +73,7 @@ extension FlowEngine {
         if var push = widgets[position].policy.offer(flow: candidate, at: now, urgent: urgent) {
             push.held = HeldMark(nodes: held)
             out.append(.push(widget: name, at: now, push))
+            sendAccounts(of: position, at: now, into: &out)
         }
     }
 }

@@ -63,8 +63,8 @@ import Testing
             let json = try JSONValue(parsing: String(line))
             if let patch = json["patch"]?["content"], let at = json["t"]?.stringValue.flatMap(RFC3339.parse) {
                 timeline.append((at, MergePatch.apply(patch, to: timeline.last?.content ?? .object([:]))))
-            } else {
-                shownAtEnd = json["content"]
+            } else if let content = json["content"] {
+                shownAtEnd = content
             }
         }
         // What the widget shows half a minute after a cycle: the burst has settled and gone out.
