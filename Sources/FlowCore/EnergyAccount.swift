@@ -120,14 +120,21 @@ public struct AccountBalance: Sendable, Equatable {
         return abs(gapKWh) > Self.toleratedGapShare * max(base, 0.1)
     }
 
-    /// One line: every account in kWh (Wh resolution), and the gap when it is past the tolerance.
-    public var text: String {
-        func kWh(_ value: Double) -> String { JSONValue.format(PatchPolicy.quantize(value, step: 0.001)) }
+    /// Every account in kWh (Wh resolution), supply and use summed: `production 21.4 + import 3.2 =
+    /// 24.6 kWh in, consumption 19.5 + export 5.1 = 24.6 kWh out`.
+    public var sides: String {
         func side(_ supply: Bool) -> String {
-            let parts = accountsKWh.keys.sorted().filter { $0.isSupply == supply }.map { "\($0) \(kWh(accountsKWh[$0]!))" }
+            let parts = accountsKWh.keys.sorted().filter { $0.isSupply == supply }.map { "\($0) \(Self.kWh(accountsKWh[$0]!))" }
             return parts.isEmpty ? "nothing" : parts.joined(separator: " + ")
         }
-        let sides = "\(side(true)) = \(kWh(supplyKWh)) kWh in, \(side(false)) = \(kWh(useKWh)) kWh out"
+        return "\(side(true)) = \(Self.kWh(supplyKWh)) kWh in, \(side(false)) = \(Self.kWh(useKWh)) kWh out"
+    }
+
+    static func kWh(_ value: Double) -> String { JSONValue.format(PatchPolicy.quantize(value, step: 0.001)) }
+
+    /// One line for a closed day: `sides`, and the gap when it is past the tolerance.
+    public var text: String {
+        let kWh = Self.kWh
         guard isOff else { return "\(sides): they add up" }
         let base = accountsKWh[.consumption] ?? supplyKWh
         let share = JSONValue.format(PatchPolicy.quantize(abs(gapKWh) / max(base, 0.1) * 100, step: 0.1))

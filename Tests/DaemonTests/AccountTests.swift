@@ -1,3 +1,4 @@
+import Commands
 import Configuration
 import FlowCore
 import FoundationEssentials
@@ -166,6 +167,33 @@ import Testing
         // The last says the energy so far: 900 s × 3.6 kW = 0.9 kWh, at most one reading behind.
         let last = home.accountOutputs.last?.accounts[.output]?[.consumption] ?? 0
         #expect(last >= 0.8 && last <= 0.9 + 1e-9, "\(last) kWh")
+    }
+}
+
+/// `replay --final` ends with each flow widget's accounts, in kWh at full resolution.
+@Suite struct ReplayAccountsTests {
+    /// The grid importing, then through a ramp to exporting: both directions, to the joule.
+    @Test func theLastLinesAreTheAccounts() throws {
+        let config = try DaemonConfig.parse("""
+            timezone: UTC
+            sources: {grid: {topic: g, max_gap: 1h, stale_after: never}}
+            widgets: {w: {template: flow, flow: {exchange: {rate: grid, total: import}}}}
+            """, file: "c.yaml")
+        var replay = Replay(config: config.flow, zone: SystemTimeZone(identifier: "UTC")!)
+        // 00:00 1000 W, 00:30 1000 W, 00:40 −500 W, 01:00 −500 W.
+        // Import: 30 min at 1 kW = 0.5 kWh, then the ramp 1000 → −500 over 600 s crosses 0 at 400 s:
+        // 1000 W × 400 s / 2 = 200 kJ = 0.0555… kWh. Export: the ramp's rest, 500 W × 200 s / 2 =
+        // 50 kJ = 0.01388… kWh, + 20 min at 0.5 kW = 0.1666… kWh.
+        for (minute, rate) in [(0, "1000"), (30, "1000"), (40, "-500"), (60, "-500")] {
+            _ = replay.feed(TraceMessage(at: Date(timeIntervalSince1970: 1_780_272_000 + Double(minute) * 60), topic: "g", payload: Array(rate.utf8)))
+        }
+        let lines = try replay.accountLines().map { try JSONValue(parsing: $0) }
+        #expect(lines.count == 1)
+        #expect(lines.first?["widget"] == "w")
+        let importKWh = try #require(lines.first?["accounts"]?["import"]?.numberValue)
+        let exportKWh = try #require(lines.first?["accounts"]?["export"]?.numberValue)
+        #expect(abs(importKWh - (0.5 + 200_000 / 3_600_000)) < 1e-12)
+        #expect(abs(exportKWh - (50_000 / 3_600_000 + 1.0 / 6)) < 1e-12)
     }
 }
 
