@@ -27,6 +27,9 @@ struct ConfigSummary {
                 lines.append("      rate  = \(describe(node.rate, sources: sources, place: place))")
                 if let level = node.level { lines.append("      level = \(describe(level, sources: sources))") }
                 if let total = node.total { lines.append("      total = \(describe(total, sources: sources))") }
+                // Every account the node counts, shown or not: what its sensor and the day's line read.
+                let accounts = node.accountTotals(in: place.slot).map { "\($0.account) from \(describe($0.total, sources: sources))" }
+                lines.append("      counts \(accounts.joined(separator: "; "))")
                 lines.append("      when stale: \(node.whenStale.rawValue)")
             }
             lines += pushLines(widget: widget.name)

@@ -146,6 +146,10 @@ struct ListenReport {
                 let place = (names[verdict.place] ?? nil).map { "\($0) (\(verdict.place))" } ?? verdict.place.description
                 lines.append("  \(place), \(verdict)")
             }
+            // What the listen counted, every direction: a counter that does not move shows here.
+            if let accounts = engine.accountTotals(ofWidget: widget.name) {
+                lines.append("  counted while listening: \(AccountBalance(accountsKWh: accounts).sides)")
+            }
         }
         lines.append("")
         let silent = silentSources

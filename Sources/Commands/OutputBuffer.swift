@@ -21,6 +21,8 @@ struct OutputBuffer {
                 if bytes.count >= 65_536 { flush() }
             case .diagnostic(let diagnostic):
                 log.log(diagnostic)
+            case .accounts:
+                break  // replay --final prints each widget's accounts once, at the end
             }
         }
     }

@@ -102,4 +102,15 @@ public struct Replay {
             delivered[widget].map { JSONValue.object(["widget": .string(widget), "content": $0]).description }
         }
     }
+
+    /// `{"widget": "power", "accounts": {"import": 12.0371…, …}}` for every flow widget, in config
+    /// order: each account of the day so far in kWh at full resolution, so that a recorded day can
+    /// be checked account by account.
+    public func accountLines() -> [String] {
+        engine.config.widgets.compactMap { widget in
+            engine.accountTotals(ofWidget: widget.name).map {
+                JSONValue.object(["widget": .string(widget.name), "accounts": EnergyAccount.json($0)]).description
+            }
+        }
+    }
 }

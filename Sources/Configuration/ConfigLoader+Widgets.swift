@@ -262,9 +262,10 @@ extension ConfigLoader {
             total = loadTotal(totalNode, slot: slot)
             if let counter = total?.counterSource { checkSource(counter, at: totalNode, quantity: .energy, sources: sources) }
         }
+        let accounts = map.field("accounts").map { loadAccounts($0, slot: slot, total: total, sources: sources) } ?? [:]
         guard let rate else { return nil }
         return NodeConfig(
-            name: name, rate: rate, total: total, level: level, icon: icon, color: color?.value,
+            name: name, rate: rate, total: total, accounts: accounts, level: level, icon: icon, color: color?.value,
             whenStale: whenStale ?? (slot == .inputs ? .zero : .hold))
     }
 
@@ -292,6 +293,44 @@ extension ConfigLoader {
         }
         for term in terms { checkSource(term.source, at: rate, quantity: .power, sources: sources) }
         return .sum(terms)
+    }
+
+    /// `accounts: {import: {counter: grid_in}, export: integrate}`: the evidence for each direction
+    /// the node counts besides what `total:` says. A direction the slot does not have, a counter
+    /// that is no energy source, or an entry that contradicts `total:` (which already says how the
+    /// direction it shows is counted) is a problem at its key.
+    func loadAccounts(
+        _ field: ConfigNode, slot: FlowSlot, total: TotalSpec?, sources: [String: SourceConfig]
+    ) -> [EnergyAccount: TotalSpec] {
+        guard let entries = field.entries else {
+            field.report("expected a mapping of directions (\(EnergyAccount.accounts(of: slot).map(\.rawValue).joined(separator: ", "))) to integrate, {counter: SOURCE} or {daily: SOURCE}, found \(field.node.describedKind)")
+            return [:]
+        }
+        let shown = total.map { EnergyAccount.counted(by: $0, in: slot) }
+        var accounts: [EnergyAccount: TotalSpec] = [:]
+        for (key, value) in entries {
+            guard let account = EnergyAccount(rawValue: key.value), EnergyAccount.accounts(of: slot).contains(account) else {
+                key.report("'\(key.value)' is no direction of the \(slot.rawValue) slot (it counts \(EnergyAccount.accounts(of: slot).map(\.rawValue).joined(separator: ", ")))")
+                continue
+            }
+            let evidence: TotalSpec?
+            if value.node.scalarValue == "integrate" {
+                evidence = account.integrated
+            } else if value.node.pairs != nil {
+                evidence = loadTotal(value, slot: slot)
+            } else {
+                value.report("write integrate, {counter: SOURCE} or {daily: SOURCE}")
+                evidence = nil
+            }
+            guard let evidence else { continue }
+            if let counter = evidence.counterSource { checkSource(counter, at: value, quantity: .energy, sources: sources) }
+            if account == shown, let total, total.counterSource != nil, total != evidence {
+                value.report("total: \(total) already says how \(account) is counted; \(evidence == account.integrated ? "integrate" : evidence.description) contradicts it (drop one)")
+                continue
+            }
+            accounts[account] = evidence
+        }
+        return accounts
     }
 
     /// `integrate`, `import`, `export`, `charge`, `discharge`, `{counter: SOURCE}`, `{daily: SOURCE}`.

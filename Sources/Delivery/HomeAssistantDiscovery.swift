@@ -37,7 +37,10 @@ public struct HomeAssistantSensor: Sendable, Equatable {
     /// Where in the widget's document the value is.
     public enum Field: Sendable, Equatable {
         case rate(NodePlace)
-        case total(NodePlace)
+        /// A node's account of the day (kWh at Wh resolution), from the engine's accounts rather
+        /// than the document: the widget rounds its totals to 0.1 kWh, an hour's bar in the
+        /// Energy dashboard must not.
+        case account(NodePlace, EnergyAccount)
         case level(NodePlace)
         /// A progress document's `value` (a fraction), as %.
         case progressValue
@@ -101,9 +104,11 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
                         precision: precision))
                 }
                 sensor("power", "power", .power, .rate(place), precision.rate)
-                if let total = node.total {
-                    let (suffix, what) = Self.energyWords(total)
-                    sensor(suffix, what, .energyToday, .total(place), precision.total)
+                // One energy sensor per account; the one `total:` shows keeps the id it always had.
+                let shown = node.shownAccount(in: place.slot)
+                for (account, _) in node.accountTotals(in: place.slot) {
+                    let suffix = account == shown ? node.total.map { Self.energyWords($0).suffix } ?? Self.suffix(account) : Self.suffix(account)
+                    sensor(suffix, Self.words(account), .energyToday, .account(place, account), Self.accountDecimals)
                 }
                 if node.level != nil { sensor("level", "level", .batteryLevel, .level(place), precision.level) }
             }
@@ -188,12 +193,17 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         return .object(members)
     }
 
-    /// The value of every sensor of `widget` in `document`, by key; nil when the widget has none.
-    public func values(widget: String, document: WidgetContent) -> JSONValue? {
+    /// The value of every sensor of `widget` in `document` and its `accounts`, by key; nil when the
+    /// widget has none.
+    public func values(widget: String, document: WidgetContent, accounts: FlowEngine.NodeAccounts? = nil) -> JSONValue? {
         let mine = sensors.filter { $0.widget == widget }
         guard !mine.isEmpty else { return nil }
         var members: [String: JSONValue] = [:]
         for sensor in mine {
+            if case .account(let place, let account) = sensor.field {
+                members[sensor.key] = accounts?[place]?[account].map { .number(PatchPolicy.quantize($0, step: 0.001)) } ?? .null
+                continue
+            }
             members[sensor.key] = value(sensor.field, in: document, widget: widget).map(JSONValue.number) ?? .null
         }
         return .object(members)
@@ -206,8 +216,6 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             return bar.value.map { ($0 * 100 * 1e6).rounded() / 1e6 }
         case (.rate(let place), .flow(let flow)):
             return node(place, in: flow, widget: widget)?.rate
-        case (.total(let place), .flow(let flow)):
-            return node(place, in: flow, widget: widget)?.total
         case (.level(let place), .flow(let flow)):
             return node(place, in: flow, widget: widget)?.level
         default:
@@ -245,6 +253,32 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     static func defaultKey(_ place: NodePlace) -> String {
         if case .input(let index) = place { return "input \(index + 1)" }
         return place.slot.rawValue
+    }
+
+    /// Decimals of an account's sensor: Wh.
+    static let accountDecimals = 3
+
+    /// The key suffix of an account's sensor that no `total:` shows.
+    static func suffix(_ account: EnergyAccount) -> String {
+        switch account {
+        case .production, .consumption: "energy"
+        case .imported: "import"
+        case .exported: "export"
+        case .charged: "charged"
+        case .discharged: "discharged"
+        }
+    }
+
+    /// What an account's sensor is called after its node's name: `Grid import today`.
+    static func words(_ account: EnergyAccount) -> String {
+        switch account {
+        case .production: "production today"
+        case .consumption: "consumption today"
+        case .imported: "import today"
+        case .exported: "export today"
+        case .charged: "charged today"
+        case .discharged: "discharged today"
+        }
     }
 
     /// The key suffix and the words of a node's energy sensor: what its total counts.

@@ -38,6 +38,8 @@ public struct MQTTPublication: Sendable {
     private var widgets: [String]
     /// Each widget's newest document.
     private var documents: [String: WidgetContent] = [:]
+    /// Each flow widget's newest accounts, which its energy sensors carry.
+    private var accounts: [String: FlowEngine.NodeAccounts] = [:]
     /// What each widget's sensors topic last carried: a push that changes none of it publishes none.
     private var sensorValues: [String: JSONValue] = [:]
     /// The retained topics published and not removed since, this run or an earlier one.
@@ -75,6 +77,14 @@ public struct MQTTPublication: Sendable {
         return messages
     }
 
+    /// A flow widget's accounts: its sensors' values when they changed (at Wh resolution). They
+    /// come with each push and at most a minute apart while one moves, so a widget pushed every
+    /// 5 minutes still feeds Home Assistant's statistics.
+    public mutating func accounts(_ item: WidgetAccounts) -> [Message] {
+        accounts[item.widget] = item.accountsKWh
+        return sensors(of: item.widget, always: false)
+    }
+
     /// The broker connection is up (again): first the retained topics that belong to nothing any
     /// more go, then every discovery config, and each widget's current content and sensors' values.
     public mutating func connected() -> [Message] {
@@ -101,6 +111,7 @@ public struct MQTTPublication: Sendable {
         discovery = settings.homeAssistant.map { HomeAssistantDiscovery(flow: flow, settings: settings, homeAssistant: $0, software: software) }
         for widget in documents.keys where !widgets.contains(widget) {
             documents[widget] = nil
+            accounts[widget] = nil
             sensorValues[widget] = nil
         }
         return removals() + announcements() + widgets.flatMap { sensors(of: $0, always: false) }
@@ -145,7 +156,7 @@ public struct MQTTPublication: Sendable {
     /// The sensors' values of `widget` from its newest document, when it has sensors and a
     /// document, and the values changed (or `always`).
     private mutating func sensors(of widget: String, always: Bool) -> [Message] {
-        guard let document = documents[widget], let values = discovery?.values(widget: widget, document: document) else { return [] }
+        guard let document = documents[widget], let values = discovery?.values(widget: widget, document: document, accounts: accounts[widget]) else { return [] }
         if !always, sensorValues[widget] == values { return [] }
         sensorValues[widget] = values
         return [Message(topic: settings.sensorsTopic(widget), payload: values.encoded(), qos: .atLeastOnce, retain: settings.retain)]

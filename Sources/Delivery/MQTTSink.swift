@@ -58,6 +58,12 @@ public final class MQTTSink: Sink {
 
     public func take(_ push: WidgetPush) { outbox.offer(push) }
 
+    /// A flow widget's accounts: published in the widget's sensors topic, on the sink's queue.
+    public func take(accounts: WidgetAccounts) {
+        guard settings.homeAssistant != nil else { return }
+        core.later { $0.accounts(accounts) }
+    }
+
     /// The broker connection is (again) up: stale retained topics go, the discovery configs and
     /// every widget's current content are published.
     public func connected() {

@@ -38,6 +38,9 @@ public protocol Sink: AnyObject, Sendable {
     func connected()
     /// The config was reloaded: `flow` holds its widgets and nodes.
     func reconfigure(_ flow: FlowConfig)
+    /// Every account of a flow widget's nodes (kWh, full resolution), with each push of it and at
+    /// most a minute apart while one moves: for sinks that carry energy sensors. Never blocks.
+    func take(accounts: WidgetAccounts)
 }
 
 extension Sink {
@@ -48,4 +51,19 @@ extension Sink {
     public func receive(topic: String, payload: [UInt8], retained: Bool) -> Bool { false }
     public func connected() {}
     public func reconfigure(_ flow: FlowConfig) {}
+    /// The widget's document is all most sinks deliver.
+    public func take(accounts: WidgetAccounts) {}
+}
+
+/// A flow widget's accounts at an instant, as the engine counted them.
+public struct WidgetAccounts: Sendable, Equatable {
+    public var widget: String
+    public var at: Date
+    public var accountsKWh: FlowEngine.NodeAccounts
+
+    public init(widget: String, at: Date, accountsKWh: FlowEngine.NodeAccounts) {
+        self.widget = widget
+        self.at = at
+        self.accountsKWh = accountsKWh
+    }
 }

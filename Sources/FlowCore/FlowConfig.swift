@@ -193,7 +193,12 @@ public enum StaleBehavior: String, Sendable, CaseIterable {
 public struct NodeConfig: Sendable, Equatable {
     public var name: String?
     public var rate: RateSpec
+    /// What the widget shows of the node's day: one of its accounts (nil: none, but every
+    /// account still counts).
     public var total: TotalSpec?
+    /// The evidence for accounts other than the integral of the rate (`accounts:`): a lifetime
+    /// or daily counter per direction, or the integral said explicitly.
+    public var accounts: [EnergyAccount: TotalSpec]
     /// Storage only: the source of the fill level (%).
     public var level: String?
     public var icon: String?
@@ -201,12 +206,13 @@ public struct NodeConfig: Sendable, Equatable {
     public var whenStale: StaleBehavior
 
     public init(
-        name: String? = nil, rate: RateSpec, total: TotalSpec? = nil, level: String? = nil, icon: String? = nil,
-        color: String? = nil, whenStale: StaleBehavior = .hold
+        name: String? = nil, rate: RateSpec, total: TotalSpec? = nil, accounts: [EnergyAccount: TotalSpec] = [:],
+        level: String? = nil, icon: String? = nil, color: String? = nil, whenStale: StaleBehavior = .hold
     ) {
         self.name = name
         self.rate = rate
         self.total = total
+        self.accounts = accounts
         self.level = level
         self.icon = icon
         self.color = color

@@ -51,6 +51,17 @@ extension FlowEngine {
         return (content, held)
     }
 
+    /// Whether the output a push shows is the balance of the rates it shows: the output is
+    /// derived, the balance is known (an unknown one shows the output's own `when_stale`), and
+    /// the exchange and storage it needs are drawn. An input not drawn counts 0, as in the balance.
+    func derivesOutput(_ position: Int, _ candidate: FlowContent, at now: Date) -> Bool {
+        guard widgets[position].balanceNode != nil, candidate.output != nil, case .known = balance(ofWidget: position, at: now) else {
+            return false
+        }
+        let config = widgets[position].config
+        return (config.storage == nil) == (candidate.storage == nil) && (config.exchange == nil) == (candidate.exchange == nil)
+    }
+
     /// Offers the widget's content to its policy; a push goes out when the policy says so. While a
     /// burst of readings is still settling, an ordinary offer waits for its end.
     mutating func offer(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
@@ -70,9 +81,10 @@ extension FlowEngine {
         var violations: [ContentViolation] = []
         candidate.validate(into: &violations)
         guard isValid(violations, of: name, at: now, into: &out) else { return }
-        if var push = widgets[position].policy.offer(flow: candidate, at: now, urgent: urgent) {
+        if var push = widgets[position].policy.offer(flow: candidate, at: now, urgent: urgent, derivesOutput: derivesOutput(position, candidate, at: now)) {
             push.held = HeldMark(nodes: held)
             out.append(.push(widget: name, at: now, push))
+            sendAccounts(of: position, at: now, into: &out)
         }
     }
 }

@@ -116,9 +116,11 @@ extension FlowEngine {
     /// counted across the unknown stretch when the readings return.
     mutating func interruptUnknownBalances(at now: Date) {
         for position in widgets.indices {
-            guard let node = widgets[position].balanceNode, widgets[position].nodes[node].total?.lastSample != nil else { continue }
+            guard let node = widgets[position].balanceNode,
+                widgets[position].nodes[node].accounts.contains(where: { $0.lastSample != nil })
+            else { continue }
             if case .known = balance(ofWidget: position, at: now) { continue }
-            widgets[position].nodes[node].total?.interrupt()
+            for account in widgets[position].nodes[node].accounts.indices { widgets[position].nodes[node].accounts[account].interrupt() }
         }
     }
 }

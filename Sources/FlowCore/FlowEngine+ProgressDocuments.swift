@@ -63,7 +63,8 @@ extension FlowEngine {
             if !measured.heldFor.isEmpty { silent.append((nodeName(node), heldSince(measured.heldFor, at: now))) }
         }
         if let flow = gauge.flow, let storage = gauge.storage, let total = widgets[flow].nodes[storage].total, total.isCounting {
-            let label = switch total.spec {
+            // By what `total:` says, not by the evidence `accounts:` may give the account it shows.
+            let label = switch widgets[flow].nodes[storage].config.total {
             case .charged: "Charged today"
             case .discharged: "Discharged today"
             default: "Energy today"

@@ -44,6 +44,7 @@ extension FlowEngine {
         for position in gauges.indices where accepted.contains(where: gauges[position].reads.contains) {
             if gauges[position].policy.readingArrived(at: shownAt) { offerGauge(position, at: shownAt, urgent: false, into: &out) }
         }
+        sendMovedAccounts(at: shownAt, into: &out)
         return out
     }
 
@@ -155,22 +156,28 @@ extension FlowEngine {
         return false
     }
 
-    /// Brings the totals of widget `position` up to date with a new reading of `source`.
+    /// Brings the accounts of widget `position` up to date with a new reading of `source`.
     mutating func account(_ source: Int, in position: Int, at now: Date, integrating: Bool, into out: inout [Output]) {
         for node in integrating ? widgets[position].integrateOn[source] ?? [] : [] {
             let state = widgets[position].nodes[node]
             guard let rate = integrationRate(of: state, inWidget: position, at: now) else {
                 // Unknown from here (a balance with a stale term): nothing counts across the gap.
-                widgets[position].nodes[node].total?.interrupt()
+                for account in state.accounts.indices { widgets[position].nodes[node].accounts[account].interrupt() }
                 continue
             }
-            widgets[position].nodes[node].total?.integrate(rateW: rate, at: now, maxGapSeconds: state.maxGapSeconds)
+            for account in state.accounts.indices {
+                widgets[position].nodes[node].accounts[account].integrate(rateW: rate, at: now, maxGapSeconds: state.maxGapSeconds)
+            }
         }
+        widgets[position].accountsMoved = true
         guard let reading = sources[source].reading else { return }
         let maxPowerW = sources[source].config.maxPowerW
-        for node in widgets[position].nodes.indices where widgets[position].nodes[node].counter == source {
-            if let recount = widgets[position].nodes[node].total?.read(counterKWh: reading.value, at: now, maxPowerW: maxPowerW) {
-                report(recount, of: source, at: now, into: &out)
+        for node in widgets[position].nodes.indices {
+            let counters = widgets[position].nodes[node].setup.counters
+            for account in counters.indices where counters[account] == source {
+                if let recount = widgets[position].nodes[node].accounts[account].read(counterKWh: reading.value, at: now, maxPowerW: maxPowerW) {
+                    report(recount, of: source, at: now, into: &out)
+                }
             }
         }
     }

@@ -29,14 +29,20 @@ extension FlowEngine {
             readings[source.config.name] = .object(entry)
         }
         state["readings"] = .object(readings)
+        // `totals` keeps what the widgets show, as before accounts (an older release reads it
+        // back); `accounts` has every direction of every node.
         var totals: [String: JSONValue] = [:]
+        var accounts: [String: JSONValue] = [:]
         for widget in widgets {
             for node in widget.nodes {
-                guard let total = node.total else { continue }
-                totals["\(widget.config.name)/\(node.place)"] = total.json
+                if let total = node.total { totals["\(widget.config.name)/\(node.place)"] = total.json }
+                for (kind, total) in zip(node.setup.accountKinds, node.accounts) {
+                    accounts["\(widget.config.name)/\(node.place)/\(kind)"] = total.json
+                }
             }
         }
         state["totals"] = .object(totals)
+        state["accounts"] = .object(accounts)
         return .object(state)
     }
 
@@ -115,23 +121,42 @@ extension FlowEngine {
             restoredSources[position].lastValueAt = restoredSources[position].reading?.at
         }
         var restoredWidgets = widgets
-        let saved = state["totals"]?.objectValue ?? [:]
+        let savedTotals = state["totals"]?.objectValue ?? [:]
+        // A state written before accounts has only `totals`: each restores into the account it
+        // counted (by its kind); the node's other directions start from the restart.
+        let savedAccounts = state["accounts"]?.objectValue
         // No node can see more energy in a day than all sources at their max_power for 25 hours.
         let maxDayKWh = config.sources.map(\.maxPowerW).reduce(0, +) * 25 / 1000
         for position in restoredWidgets.indices where restoredDay != nil {
             for node in restoredWidgets[position].nodes.indices {
-                let key = "\(restoredWidgets[position].config.name)/\(restoredWidgets[position].nodes[node].place)"
-                guard let spec = restoredWidgets[position].nodes[node].total?.spec, let value = saved[key] else { continue }
-                switch EnergyTotal.restored(from: value, spec: spec, maxDayKWh: maxDayKWh, times: times) {
-                case .restored(let total): restoredWidgets[position].nodes[node].total = total
-                case .otherKind(let saved):
-                    skipped.append(Diagnostic(.info, "state: the total of \(key) was saved as \(saved ?? "another kind"); as \(spec) it starts at 0"))
-                case .beyondADay(let energy):
-                    skipped.append(Diagnostic(.warning, """
-                        state: the total of \(key), \(JSONValue.format(PatchPolicy.quantize(energy, step: 0.01))) kWh, is damaged: more than its sources' max_power \
-                        allow in a day (\(JSONValue.format(maxDayKWh)) kWh); left out
-                        """))
-                case .damaged: skip("the total of \(key)")
+                let state = restoredWidgets[position].nodes[node]
+                let nodeKey = "\(restoredWidgets[position].config.name)/\(state.place)"
+                for (index, kind) in state.setup.accountKinds.enumerated() {
+                    let spec = state.accounts[index].spec
+                    // The shown account is named as the node's total was before there were accounts.
+                    let what = index == state.setup.shown ? "the total of \(nodeKey)" : "the \(kind) account of \(nodeKey)"
+                    let value: JSONValue?
+                    if let savedAccounts {
+                        value = savedAccounts["\(nodeKey)/\(kind)"]
+                    } else {
+                        // The old total counted this account if its kind is this account's, or
+                        // (another kind) it was the shown one, whose change the log names.
+                        let old = savedTotals[nodeKey]
+                        let matches = old?["kind"]?.stringValue == spec.description
+                        value = matches || (index == state.setup.shown && !state.accounts.contains { old?["kind"]?.stringValue == $0.spec.description }) ? old : nil
+                    }
+                    guard let value else { continue }
+                    switch EnergyTotal.restored(from: value, spec: spec, maxDayKWh: maxDayKWh, times: times) {
+                    case .restored(let total): restoredWidgets[position].nodes[node].accounts[index] = total
+                    case .otherKind(let saved):
+                        skipped.append(Diagnostic(.info, "state: \(what) was saved as \(saved ?? "another kind"); as \(spec) it starts at 0"))
+                    case .beyondADay(let energy):
+                        skipped.append(Diagnostic(.warning, """
+                            state: \(what), \(JSONValue.format(PatchPolicy.quantize(energy, step: 0.01))) kWh, is damaged: more than its sources' max_power \
+                            allow in a day (\(JSONValue.format(maxDayKWh)) kWh); left out
+                            """))
+                    case .damaged: skip(what)
+                    }
                 }
             }
         }

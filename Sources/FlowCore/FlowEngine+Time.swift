@@ -12,6 +12,7 @@ extension FlowEngine {
         interruptUnknownBalances(at: now)
         reportSilentSources(at: now, into: &out)
         offerAll(at: now, urgent: false, into: &out)
+        sendMovedAccounts(at: now, into: &out)
         return out
     }
 
@@ -66,7 +67,9 @@ extension FlowEngine {
         for position in widgets.indices {
             widgets[position].policy.shift(by: seconds)
             clampWatches[position].reset()
-            for node in widgets[position].nodes.indices { widgets[position].nodes[node].total?.clockStepped(by: seconds) }
+            for node in widgets[position].nodes.indices {
+                for account in widgets[position].nodes[node].accounts.indices { widgets[position].nodes[node].accounts[account].clockStepped(by: seconds) }
+            }
         }
         subscribedAt = subscribedAt?.addingTimeInterval(seconds)
         let stepText = "the system clock stepped \(seconds > 0 ? "ahead" : "back") by \(durationText(seconds: seconds)) (now \(zone.clockText(at: now, withSeconds: true)) \(zone.identifier))"
@@ -103,6 +106,7 @@ extension FlowEngine {
             if let deadline = gauges[position].policy.deadline { consider(deadline) }
         }
         if let day { consider(day.end) }
+        if let due = accountsDeadline { consider(due) }
         for position in sources.indices {
             if let subscribedAt, !sources[position].heard, !sources[position].reportedSilent {
                 consider(subscribedAt.addingTimeInterval(sources[position].config.silenceGraceSeconds))
@@ -125,8 +129,10 @@ extension FlowEngine {
         var times = sources.compactMap { $0.reading?.at }
         for widget in widgets {
             for node in widget.nodes {
-                if let sample = node.total?.lastSample { times.append(node.total?.countedUntil ?? sample.at) }
-                if let counted = node.total?.counter?.lastAt { times.append(counted) }
+                for total in node.accounts {
+                    if let sample = total.lastSample { times.append(total.countedUntil ?? sample.at) }
+                    if let counted = total.counter?.lastAt { times.append(counted) }
+                }
             }
         }
         return times.max()
@@ -185,20 +191,12 @@ extension FlowEngine {
         guard now >= current.end else { return }
         var closedDays = 0
         while now >= current.end {
-            var closed = ClosedDay(date: current.date, totalsKWh: [:])
-            for position in widgets.indices {
-                for node in widgets[position].nodes.indices {
-                    let key = "\(widgets[position].config.name)/\(widgets[position].nodes[node].place)"
-                    let gap = widgets[position].nodes[node].maxGapSeconds
-                    if let energy = widgets[position].nodes[node].total?.closeDay(at: current.end, maxGapSeconds: gap) {
-                        closed.totalsKWh[key] = energy
-                    }
-                }
-            }
+            let closed = closeDay(current)
             lastClosedDay = closed
             if closedDays == 0 {
                 let summary = closed.totalsKWh.keys.sorted().map { "\($0) \(JSONValue.format(PatchPolicy.quantize(closed.totalsKWh[$0]!, step: 0.001))) kWh" }
                 out.append(.diagnostic(Diagnostic(.info, "day \(current.date) (\(zone.identifier)) closed: \(summary.isEmpty ? "no totals" : summary.joined(separator: ", "))")))
+                reportAccounts(of: closed, into: &out)
             }
             closedDays += 1
             // After a long downtime, jump to today instead of closing empty days one by one.

@@ -21,12 +21,17 @@ public struct FlowEngine: Sendable {
         case push(widget: String, at: Date, PatchPolicy.Push)
         /// Write this to the log.
         case diagnostic(Diagnostic)
+        /// Every account of the widget's nodes (kWh, full resolution): with each push of the
+        /// widget, and at most `accountsIntervalSeconds` apart while one moves.
+        case accounts(widget: String, at: Date, NodeAccounts)
     }
 
     /// Totals of a finished local day, by `widget/node`.
     public struct ClosedDay: Sendable, Equatable {
         public var date: CivilDate
         public var totalsKWh: [String: Double]
+        /// Each flow widget's accounts, summed by direction.
+        public var accountsKWh: [String: [EnergyAccount: Double]]
     }
 
     /// A source's latest reading, in flowbridge's units with the widget's sign.
@@ -61,38 +66,70 @@ public struct FlowEngine: Sendable {
             /// Empty for the derived output.
             let terms: [Term]
             let level: Int?
-            let counter: Int?
+            /// Per account (in the order of `accounts`): which direction, and the counter source it reads.
+            let accountKinds: [EnergyAccount]
+            let counters: [Int?]
+            /// The account the widget shows, by position.
+            let shown: Int?
             let maxGapSeconds: Double
             let isBalance: Bool
 
-            init(place: NodePlace, config: NodeConfig, terms: [Term], level: Int?, counter: Int?, maxGapSeconds: Double) {
+            init(
+                place: NodePlace, config: NodeConfig, terms: [Term], level: Int?, accountKinds: [EnergyAccount], counters: [Int?],
+                shown: Int?, maxGapSeconds: Double
+            ) {
                 self.place = place
                 self.config = config
                 self.terms = terms
                 self.level = level
-                self.counter = counter
+                self.accountKinds = accountKinds
+                self.counters = counters
+                self.shown = shown
                 self.maxGapSeconds = maxGapSeconds
                 isBalance = config.rate == .balance
             }
         }
 
         let setup: Setup
-        var total: EnergyTotal?
+        /// Every direction's energy today, shown or not.
+        var accounts: [EnergyTotal]
 
-        init(place: NodePlace, config: NodeConfig, terms: [Term], level: Int?, counter: Int?, maxGapSeconds: Double, total: EnergyTotal?) {
-            setup = Setup(place: place, config: config, terms: terms, level: level, counter: counter, maxGapSeconds: maxGapSeconds)
-            self.total = total
+        init(
+            place: NodePlace, config: NodeConfig, terms: [Term], level: Int?, accounts: [(EnergyAccount, EnergyTotal, Int?)],
+            shown: Int?, maxGapSeconds: Double
+        ) {
+            setup = Setup(
+                place: place, config: config, terms: terms, level: level, accountKinds: accounts.map(\.0),
+                counters: accounts.map(\.2), shown: shown, maxGapSeconds: maxGapSeconds)
+            self.accounts = accounts.map(\.1)
+        }
+
+        init(setup: Setup, accounts: [EnergyTotal]) {
+            self.setup = setup
+            self.accounts = accounts
         }
 
         var place: NodePlace { setup.place }
         var config: NodeConfig { setup.config }
         var terms: [Term] { setup.terms }
         var level: Int? { setup.level }
-        var counter: Int? { setup.counter }
         var maxGapSeconds: Double { setup.maxGapSeconds }
         var isBalance: Bool { setup.isBalance }
         /// Inputs and the output are magnitudes; exchange and storage are signed.
         var isMagnitude: Bool { place.slot == .inputs || place.slot == .output }
+        /// The total the widget shows: the shown account's.
+        var total: EnergyTotal? {
+            get { setup.shown.map { accounts[$0] } }
+            set { if let shown = setup.shown, let newValue { accounts[shown] = newValue } }
+        }
+        /// The counter source the shown total reads.
+        var counter: Int? { setup.shown.flatMap { setup.counters[$0] } }
+        /// Whether any account integrates the rate.
+        var integrates: Bool { accounts.contains { $0.direction != nil } }
+        /// Every account's energy today, by direction.
+        var accountsKWh: [EnergyAccount: Double] {
+            Dictionary(uniqueKeysWithValues: zip(setup.accountKinds, accounts.map(\.energyKWh)))
+        }
     }
 
     struct WidgetState: Sendable {
@@ -108,6 +145,11 @@ public struct FlowEngine: Sendable {
         /// The balance the last time it was known: what the output keeps showing with
         /// `when_stale: hold` while a stale exchange or storage makes it unknown.
         var lastKnownBalance: Double?
+        /// When the widget's accounts last went out, what they were (at Wh resolution), and
+        /// whether a reading moved them since.
+        var accountsSentAt: Date?
+        var accountsSent: NodeAccounts?
+        var accountsMoved = false
     }
 
     /// A progress widget: what it reads, and the rate behind its last push.
@@ -185,17 +227,20 @@ public struct FlowEngine: Sendable {
         let widgets: [WidgetState] = config.widgets.map { widget in
             var nodes: [NodeState] = widget.nodes.map { place, node in
                 let terms = terms(of: node.rate)
-                let counter = node.total?.counterSource.map { index[$0]! }
-                let gapSources = terms.map(\.source) + (counter.map { [$0] } ?? [])
+                let accounts = node.accountTotals(in: place.slot).map { account, total in
+                    (account, EnergyTotal(spec: total), total.counterSource.map { index[$0]! })
+                }
+                let shown = node.shownAccount(in: place.slot).flatMap { shown in accounts.firstIndex { $0.0 == shown } }
+                let gapSources = terms.map(\.source) + accounts.compactMap(\.2)
                 return NodeState(
-                    place: place, config: node, terms: terms, level: node.level.map { index[$0]! }, counter: counter,
-                    maxGapSeconds: gapSources.map { config.sources[$0].integrationGapSeconds }.min() ?? SourceConfig.defaultMaxGapSeconds,
-                    total: node.total.map(EnergyTotal.init(spec:)))
+                    place: place, config: node, terms: terms, level: node.level.map { index[$0]! }, accounts: accounts,
+                    shown: shown,
+                    maxGapSeconds: gapSources.map { config.sources[$0].integrationGapSeconds }.min() ?? SourceConfig.defaultMaxGapSeconds)
             }
             // The derived output reads every rate the others read; its gap is the tightest of theirs.
             let rateSources = Set(nodes.flatMap { $0.terms.map(\.source) })
             var integrateOn: [Int: [Int]] = [:]
-            for (position, node) in nodes.enumerated() where node.total?.direction != nil {
+            for (position, node) in nodes.enumerated() where node.integrates {
                 for source in node.isBalance ? Array(rateSources) : node.terms.map(\.source) {
                     integrateOn[source, default: []].append(position)
                 }
@@ -204,11 +249,13 @@ public struct FlowEngine: Sendable {
             if let balance {
                 let old = nodes[balance]
                 nodes[balance] = NodeState(
-                    place: old.place, config: old.config, terms: [], level: nil, counter: old.counter,
-                    maxGapSeconds: rateSources.map { config.sources[$0].integrationGapSeconds }.min() ?? old.maxGapSeconds,
-                    total: old.total)
+                    setup: NodeState.Setup(
+                        place: old.place, config: old.config, terms: [], level: nil, accountKinds: old.setup.accountKinds,
+                        counters: old.setup.counters, shown: old.setup.shown,
+                        maxGapSeconds: rateSources.map { config.sources[$0].integrationGapSeconds }.min() ?? old.maxGapSeconds),
+                    accounts: old.accounts)
             }
-            let reads = rateSources.union(nodes.compactMap(\.level)).union(nodes.compactMap(\.counter))
+            let reads = rateSources.union(nodes.compactMap(\.level)).union(nodes.flatMap { $0.setup.counters.compactMap { $0 } })
             return WidgetState(
                 config: widget, nodes: nodes, policy: PatchPolicy(config: widget.policy), integrateOn: integrateOn,
                 reads: reads, balanceNode: balance)
@@ -224,8 +271,8 @@ public struct FlowEngine: Sendable {
                 let terms = terms(of: node.rate)
                 let level = node.level.map { index[$0]! }
                 battery = NodeState(
-                    place: .storage, config: node, terms: terms, level: level, counter: nil,
-                    maxGapSeconds: SourceConfig.defaultMaxGapSeconds, total: nil)
+                    place: .storage, config: node, terms: terms, level: level, accounts: [], shown: nil,
+                    maxGapSeconds: SourceConfig.defaultMaxGapSeconds)
                 if let flow, let found = widgets[flow].nodes.firstIndex(where: { $0.place == .storage }),
                     widgets[flow].nodes[found].config.rate == node.rate, widgets[flow].nodes[found].total != nil
                 {

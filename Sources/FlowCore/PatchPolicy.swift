@@ -99,14 +99,21 @@ public struct PatchPolicy: Sendable {
     }
 
     /// `offer(.flow(candidate), …)`: the rates are held, and the flow compared, against the flow
-    /// delivered where it is kept, unboxed.
-    public mutating func offer(flow candidate: FlowContent, at now: Date, urgent: Bool) -> Push? {
+    /// delivered where it is kept, unboxed. With `derivesOutput` (the output is the balance, and
+    /// every term it needs is drawn) the output shown is the balance of the rates shown, after
+    /// their rounding and deadbands: the widget adds up, where each field moving past its own
+    /// deadband would leave the home up to a deadband away from Solar + Grid − Battery.
+    public mutating func offer(flow candidate: FlowContent, at now: Date, urgent: Bool, derivesOutput: Bool = false) -> Push? {
         var shaped = candidate
         var unchanged = false
-        if let deliveredFlow {
-            hold(&shaped, against: deliveredFlow)
-            unchanged = shaped == deliveredFlow
+        if let deliveredFlow { hold(&shaped, against: deliveredFlow) }
+        if derivesOutput, shaped.output?.rate != nil {
+            let inputsW = (shaped.inputs ?? []).compactMap(\.rate).reduce(0, +)
+            let balanceW = inputsW + (shaped.exchange?.rate ?? 0) - (shaped.storage?.rate ?? 0)
+            // The terms are multiples of the step already: quantizing only drops the float noise.
+            shaped.output!.rate = Self.quantize(max(0, balanceW), step: config.rateStep) + 0.0
         }
+        if let deliveredFlow { unchanged = shaped == deliveredFlow }
         let due = urgent || intervalOver(at: now) || deliveredFlow.map { isPrompt(shaped, after: $0) } ?? true
         return decide(.flow(shaped), unchanged: unchanged, due: due, at: now, urgent: urgent)
     }

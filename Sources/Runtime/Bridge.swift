@@ -148,6 +148,9 @@ final class Bridge: Sendable {
                 for sink in sinks { sink.take(item) }
             case .diagnostic(let diagnostic):
                 log.log(diagnostic)
+            case .accounts(let widget, let at, let accounts):
+                let item = WidgetAccounts(widget: widget, at: at, accountsKWh: accounts)
+                for sink in sinks { sink.take(accounts: item) }
             }
         }
     }

@@ -54,13 +54,17 @@ import Testing
         }
         #expect(table == [
             ["flowbridge_power_solar_power", "Solar power", "W", "power", "measurement"],
-            ["flowbridge_power_solar_energy", "Solar energy today", "kWh", "energy", "total_increasing"],
+            ["flowbridge_power_solar_energy", "Solar production today", "kWh", "energy", "total_increasing"],
             ["flowbridge_power_home_power", "Home power", "W", "power", "measurement"],
-            ["flowbridge_power_home_energy", "Home energy today", "kWh", "energy", "total_increasing"],
+            ["flowbridge_power_home_energy", "Home consumption today", "kWh", "energy", "total_increasing"],
             ["flowbridge_power_battery_power", "Battery power", "W", "power", "measurement"],
+            // Every account is a sensor, with a total or without.
+            ["flowbridge_power_battery_charged", "Battery charged today", "kWh", "energy", "total_increasing"],
+            ["flowbridge_power_battery_discharged", "Battery discharged today", "kWh", "energy", "total_increasing"],
             ["flowbridge_power_battery_level", "Battery level", "%", "battery", "measurement"],
             ["flowbridge_power_grid_power", "Grid power", "W", "power", "measurement"],
             ["flowbridge_power_grid_import", "Grid import today", "kWh", "energy", "total_increasing"],
+            ["flowbridge_power_grid_export", "Grid export today", "kWh", "energy", "total_increasing"],
             ["flowbridge_autarky_percent", "Self-sufficiency", "%", "-", "measurement"],
         ])
         #expect(Self.discovery.conflicts.isEmpty)
@@ -97,7 +101,8 @@ import Testing
     }
 
     /// The values of a document: a node the document lacks (no reading yet, a cleared slot) is
-    /// null, which Home Assistant shows as unknown, never as 0.
+    /// null, which Home Assistant shows as unknown, never as 0. The energy sensors read the
+    /// engine's accounts, not the document's rounded totals: without accounts they are unknown.
     @Test func valuesComeFromTheDocumentAndWhatItLacksIsNull() throws {
         let document = WidgetContent.flow(FlowContent(
             inputs: [FlowNode(name: "Solar", rate: 3200, total: 12.4)],
@@ -105,8 +110,9 @@ import Testing
             storage: FlowNode(name: "Battery", rate: 800, level: 76)))
         let values = try #require(Self.discovery.values(widget: "power", document: document))
         #expect(values == [
-            "solar_power": 3200, "solar_energy": 12.4, "home_power": 1000, "home_energy": 9.8, "battery_power": 800,
-            "battery_level": 76, "grid_power": nil, "grid_import": nil,
+            "solar_power": 3200, "solar_energy": nil, "home_power": 1000, "home_energy": nil, "battery_power": 800,
+            "battery_charged": nil, "battery_discharged": nil, "battery_level": 76, "grid_power": nil, "grid_import": nil,
+            "grid_export": nil,
         ])
         let bar = WidgetContent.progress(ProgressContent(value: 0.57))
         #expect(Self.discovery.values(widget: "autarky", document: bar) == ["percent": 57])
@@ -123,11 +129,11 @@ import Testing
         }
         let document = WidgetContent.flow(FlowContent(inputs: [FlowNode(name: "West", rate: 700)]))
         let named = HomeAssistantDiscovery(flow: flow(["East", "West"]), settings: .init(), homeAssistant: .init(), software: "")
-        #expect(named.values(widget: "power", document: document) == ["east_power": nil, "west_power": 700])
+        #expect(named.values(widget: "power", document: document) == ["east_power": nil, "east_energy": nil, "west_power": 700, "west_energy": nil])
         let unnamed = HomeAssistantDiscovery(flow: flow([nil, nil]), settings: .init(), homeAssistant: .init(), software: "")
         #expect(unnamed.values(widget: "power", document: .flow(FlowContent(inputs: [FlowNode(rate: 700)])))
-            == ["input_1_power": nil, "input_2_power": nil])
-        #expect(unnamed.sensors.map(\.name) == ["Input 1 power", "Input 2 power"])
+            == ["input_1_power": nil, "input_1_energy": nil, "input_2_power": nil, "input_2_energy": nil])
+        #expect(unnamed.sensors.map(\.name) == ["Input 1 power", "Input 1 production today", "Input 2 power", "Input 2 production today"])
     }
 
     @Test(arguments: [
@@ -147,8 +153,11 @@ import Testing
             ]),
         ])
         let discovery = HomeAssistantDiscovery(flow: flow, settings: .init(), homeAssistant: .init(), software: "")
-        #expect(discovery.sensors.map(\.name) == ["Solar power"])
-        #expect(discovery.conflicts == ["'solar power' of widget power would have the id flowbridge_power_solar_power of 'Solar power' of widget power"])
+        #expect(discovery.sensors.map(\.name) == ["Solar power", "Solar production today"])
+        #expect(discovery.conflicts == [
+            "'solar power' of widget power would have the id flowbridge_power_solar_power of 'Solar power' of widget power",
+            "'solar production today' of widget power would have the id flowbridge_power_solar_energy of 'Solar production today' of widget power",
+        ])
     }
 
     /// Another prefix is another device, with ids of its own: two daemons on one Home Assistant.

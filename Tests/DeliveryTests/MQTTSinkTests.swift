@@ -107,8 +107,12 @@ import Testing
         #expect(sink.receive(topic: "homeassistant/status", payload: Array("online".utf8), retained: true))
         #expect(sink.receive(topic: "homeassistant/status", payload: Array("offline".utf8), retained: false))
         #expect(sink.receive(topic: "homeassistant/status", payload: Array("online".utf8), retained: false))
-        let seen = await connection.wait { !$0.isEmpty }
-        #expect(seen.map(\.topic) == ["homeassistant/sensor/flowbridge/power_grid_power/config"])
+        // The grid's power, and its import and export accounts.
+        let seen = await connection.wait { $0.count >= 3 }
+        #expect(seen.map(\.topic) == [
+            "homeassistant/sensor/flowbridge/power_grid_power/config", "homeassistant/sensor/flowbridge/power_grid_import/config",
+            "homeassistant/sensor/flowbridge/power_grid_export/config",
+        ])
         #expect(seen.first?.payload?["unique_id"] == "flowbridge_power_grid_power")
         // Without home_assistant the sink takes no message.
         #expect(!Self.sink(connection).receive(topic: "homeassistant/status", payload: Array("online".utf8), retained: false))

@@ -6,6 +6,7 @@ public struct EngineHarness {
     public var engine: FlowEngine
     public var pushes: [(at: Date, widget: String, push: PatchPolicy.Push)] = []
     public var diagnostics: [Diagnostic] = []
+    public var accountOutputs: [(at: Date, widget: String, accounts: FlowEngine.NodeAccounts)] = []
 
     public init(_ config: FlowConfig, zone: any LocalTimeZone = FixedOffsetZone()) {
         engine = FlowEngine(config: config, zone: zone)
@@ -16,6 +17,7 @@ public struct EngineHarness {
             switch output {
             case .push(let widget, let at, let push): pushes.append((at, widget, push))
             case .diagnostic(let diagnostic): diagnostics.append(diagnostic)
+            case .accounts(let widget, let at, let accounts): accountOutputs.append((at, widget, accounts))
             }
         }
     }

@@ -1,0 +1,103 @@
+import FoundationEssentials
+
+/// The day's accounts: every direction of every node, closed at midnight with a line that says
+/// whether they add up, and handed out (`.accounts`) for sensors that must not wait for a quiet
+/// widget's next push.
+extension FlowEngine {
+    /// Each node's accounts, in kWh at full resolution, by the widget's nodes.
+    public typealias NodeAccounts = [NodePlace: [EnergyAccount: Double]]
+
+    /// At most this long between two `.accounts` outputs of a widget while an account moves: Home
+    /// Assistant's statistics take a sample per 5 minutes, and its Energy dashboard's hourly bars
+    /// are off by whatever a late update misses.
+    public static let accountsIntervalSeconds = 60.0
+
+    /// The accounts of flow widget `name` now, by node; nil for a name that is no flow widget.
+    public func accounts(ofWidget name: String) -> NodeAccounts? {
+        widgets.first { $0.config.name == name }.map(Self.accounts(of:))
+    }
+
+    /// The accounts of flow widget `name` summed by direction (two inputs: one production).
+    public func accountTotals(ofWidget name: String) -> [EnergyAccount: Double]? {
+        accounts(ofWidget: name).map(Self.summed)
+    }
+
+    static func accounts(of widget: WidgetState) -> NodeAccounts {
+        Dictionary(uniqueKeysWithValues: widget.nodes.map { ($0.place, $0.accountsKWh) })
+    }
+
+    static func summed(_ accounts: NodeAccounts) -> [EnergyAccount: Double] {
+        accounts.values.reduce(into: [:]) { sum, node in
+            for (account, energy) in node { sum[account, default: 0] += energy }
+        }
+    }
+
+    /// Closes every account of every node at `day`'s end. The closed day keeps the shown totals
+    /// (by `widget/node`) and each widget's accounts.
+    mutating func closeDay(_ day: LocalDay) -> ClosedDay {
+        var closed = ClosedDay(date: day.date, totalsKWh: [:], accountsKWh: [:])
+        for position in widgets.indices {
+            var accounts: [EnergyAccount: Double] = [:]
+            for node in widgets[position].nodes.indices {
+                let state = widgets[position].nodes[node]
+                for index in state.accounts.indices {
+                    let energy = widgets[position].nodes[node].accounts[index].closeDay(at: day.end, maxGapSeconds: state.maxGapSeconds)
+                    accounts[state.setup.accountKinds[index], default: 0] += energy
+                    if index == state.setup.shown { closed.totalsKWh["\(widgets[position].config.name)/\(state.place)"] = energy }
+                }
+            }
+            if !accounts.isEmpty { closed.accountsKWh[widgets[position].config.name] = accounts }
+            // The new day's accounts start at 0: sensors hear so at once.
+            widgets[position].accountsMoved = true
+        }
+        return closed
+    }
+
+    /// The closed day's accounts, one line per flow widget; a warning when supply and use disagree
+    /// by more than `AccountBalance.toleratedGapShare` of the day's consumption.
+    func reportAccounts(of closed: ClosedDay, into out: inout [Output]) {
+        for name in closed.accountsKWh.keys.sorted() {
+            let balance = AccountBalance(accountsKWh: closed.accountsKWh[name]!)
+            out.append(.diagnostic(Diagnostic(balance.isOff ? .warning : .info, "day \(closed.date) widget '\(name)' accounts: \(balance.text)")))
+        }
+    }
+
+    /// After a push of widget `position`: its accounts go out with it.
+    mutating func sendAccounts(of position: Int, at now: Date, into out: inout [Output]) {
+        let accounts = Self.accounts(of: widgets[position])
+        widgets[position].accountsSentAt = now
+        widgets[position].accountsMoved = false
+        widgets[position].accountsSent = Self.rounded(accounts)
+        out.append(.accounts(widget: widgets[position].config.name, at: now, accounts))
+    }
+
+    /// On a tick: the accounts of every widget whose accounts moved (at Wh resolution) and whose
+    /// last went out a minute ago or more, though its widget is not pushed (a long `min_interval`).
+    mutating func sendMovedAccounts(at now: Date, into out: inout [Output]) {
+        for position in widgets.indices where widgets[position].accountsMoved {
+            guard let sentAt = widgets[position].accountsSentAt else { continue }  // the first push sends them
+            guard now.timeIntervalSince(sentAt) >= Self.accountsIntervalSeconds else { continue }
+            if Self.rounded(Self.accounts(of: widgets[position])) == widgets[position].accountsSent {
+                widgets[position].accountsMoved = false
+                continue
+            }
+            sendAccounts(of: position, at: now, into: &out)
+        }
+    }
+
+    /// When the accounts of a widget are next due without a push, if they moved.
+    var accountsDeadline: Date? {
+        var next: Date?
+        for position in widgets.indices where widgets[position].accountsMoved {
+            guard let sentAt = widgets[position].accountsSentAt else { continue }
+            let due = sentAt.addingTimeInterval(Self.accountsIntervalSeconds)
+            if next.map({ due < $0 }) ?? true { next = due }
+        }
+        return next
+    }
+
+    /// Wh resolution: what the sensors carry, and so what counts as a move.
+    static func rounded(_ accounts: NodeAccounts) -> NodeAccounts {
+        accounts.mapValues { $0.mapValues { PatchPolicy.quantize($0, step: 0.001) } }
+    }
+}
