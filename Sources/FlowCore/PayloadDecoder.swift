@@ -163,7 +163,7 @@ public struct PayloadDecoder: Sendable, Hashable {
         case .null: return .noReading
         case .text(let inner): return number(in: Array(inner.utf8)[...], quoted: true)
         case .bool(let flag) where map != nil: return number(in: Array((flag ? "true" : "false").utf8)[...], quoted: true)
-        case .bool: return .invalid(PayloadError(.json, "\(path) is a boolean, not a number (`map: {true: 1, false: 0}` reads it)"))
+        case .bool: return .invalid(PayloadError(.json, "\(path) is a boolean, not a number"))
         case .other(let kind): return .invalid(PayloadError(.json, "\(path) is \(kind), not a number"))
         case .missing: return .noField
         case .mismatch: return .invalid(PayloadError(.json, "the path \(path) does not fit the payload (\(JSONParser.kindDescription(startingWith: text.first!)))"))
