@@ -63,7 +63,7 @@ extension ConfigLoader {
             if path == nil { node.report("a sign from another field needs `json:` for the magnitude (the direction is a field of the same JSON message)") }
         }
         let valueMap = map.field("map").flatMap(loadValueMap)
-        if valueMap != nil, case .binary = format { map.mapping.report(at: "map", "a binary number has no words to map; leave out map or decode") }
+        if valueMap != nil, case .binary = format { map.mapping.report(at: "map", "a binary number has no words to map: write map or decode, not both") }
         guard let topic else { return nil }
         let decoder = PayloadDecoder(path: path, decimalComma: decimalComma?.value ?? false, format: format, sign: sign, map: valueMap)
         return SourceConfig(
@@ -108,13 +108,15 @@ extension ConfigLoader {
         if let decode {
             chosen.append("decode")
             format = .binary(BinaryNumberFormat(decode.value, byteOrder: byteOrder?.value ?? .big, hex: hex?.value ?? false))
-            if let decimalComma { decimalComma.report("a binary number has no decimal comma; leave out decimal_comma or decode") }
+            if let decimalComma, decimalComma.value { decimalComma.report("a binary number has no decimal comma: write decimal_comma or decode, not both") }
         } else if map.field("decode") == nil {
             if let byteOrder { byteOrder.report("`byte_order:` belongs to decode: (int16 … float64); add that, or leave byte_order out") }
             if let hex { hex.report("`hex:` belongs to decode: (int16 … float64); add that, or leave hex out") }
         }
         if chosen.count > 1 {
-            map.mapping.report(at: chosen[1], "the payload is read one way: \(chosen.joined(separator: " and ")) cannot both be set")
+            for extra in chosen.dropFirst() {
+                map.mapping.report(at: extra, "a payload is read one way: write \(chosen[0]) or \(extra), not both")
+            }
             return .text
         }
         return format
