@@ -42,7 +42,8 @@ public struct BinaryNumberFormat: Sendable, Hashable {
         }
         guard bytes.count == type.byteCount else {
             let what = hex ? "hex text of \(bytes.count) bytes" : "a payload of \(bytes.count) bytes"
-            return .invalid(PayloadError(.wrongLength, "\(what) is not a \(type.rawValue) (\(type.byteCount) bytes); check `decode:`\(hex ? "" : " (or `hex: true` for hex text)")"))
+            let article = type.rawValue.hasPrefix("i") ? "an" : "a"
+            return .invalid(PayloadError(.wrongLength, "\(what) is not \(article) \(type.rawValue) (\(type.byteCount) bytes); check `decode:`\(hex ? "" : " (or `hex: true` for hex text)")"))
         }
         var bits: UInt64 = 0
         for byte in byteOrder == .big ? Array(bytes) : bytes.reversed() { bits = bits << 8 | UInt64(byte) }
