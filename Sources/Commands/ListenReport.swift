@@ -18,6 +18,8 @@ struct ListenReport {
         var lastRejected: [UInt8]?
         /// When a live (not retained) message last gave a reading: live readings feed the sign checks.
         var liveReadingAt: Date?
+        /// The payloads that did not decode, by kind of error, with the last one's text: what to change.
+        var decodeErrors: [PayloadError.Kind: (count: Int, last: PayloadError)] = [:]
     }
 
     let config: DaemonConfig
@@ -45,7 +47,13 @@ struct ListenReport {
             watch.messages += 1
             watch.lastMessage = now
             watch.retainedOnly = watch.retainedOnly && retained
-            if (after[source.name]?.rejected ?? 0) > (before[source.name]?.rejected ?? 0) { watch.lastRejected = payload }
+            if (after[source.name]?.rejected ?? 0) > (before[source.name]?.rejected ?? 0) {
+                watch.lastRejected = payload
+                // The decoder is pure: decoding again gives the engine's own error, by name.
+                if case .invalid(let error) = source.decoder.decode(payload) {
+                    watch.decodeErrors[error.kind] = ((watch.decodeErrors[error.kind]?.count ?? 0) + 1, error)
+                }
+            }
             if !retained, (after[source.name]?.readings ?? 0) > (before[source.name]?.readings ?? 0) { watch.liveReadingAt = now }
             watches[source.name] = watch
         }
@@ -126,6 +134,10 @@ struct ListenReport {
             let noReading = stats[source.name]?.noReading ?? 0
             if let payload = watch.lastRejected {
                 lines.append("  \(source.name): \(rejected) unusable, the last: \(Self.excerpt(payload)) (the log above says why)")
+            }
+            for kind in PayloadError.Kind.allCases {
+                guard let (count, last) = watch.decodeErrors[kind] else { continue }
+                lines.append("  \(source.name): \(counted(count, "message")) \(kind.rawValue): \(last)")
             }
             if readings[source.name] == nil, noReading > 0 {
                 lines.append("  \(source.name): \(counted(noReading, "message")) said \"no value\" (null, nan, unavailable, empty)")

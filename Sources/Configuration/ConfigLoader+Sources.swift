@@ -54,13 +54,117 @@ extension ConfigLoader {
             combine.report("sum adds the topics a wildcard matches; '\(topic)' is one topic (use + or #, or leave combine out)")
         }
         let maxPayload = map.field("max_payload").flatMap(byteSize) ?? SourceConfig.defaultMaxPayloadBytes
-        let decimalComma = map.flag("decimal_comma")?.value ?? false
+        let decimalComma = map.flag("decimal_comma")
         let invert = map.flag("invert")?.value ?? false
+        let format = loadFormat(&map, path: path, decimalComma: decimalComma)
+        var sign: SignField?
+        if let node = map.field("sign") {
+            sign = loadSign(node)
+            if path == nil { node.report("a sign from another field needs `json:` for the magnitude (the direction is a field of the same JSON message)") }
+        }
+        let valueMap = map.field("map").flatMap(loadValueMap)
+        if valueMap != nil, case .binary = format { map.mapping.report(at: "map", "a binary number has no words to map: write map or decode, not both") }
         guard let topic else { return nil }
+        let decoder = PayloadDecoder(path: path, decimalComma: decimalComma?.value ?? false, format: format, sign: sign, map: valueMap)
         return SourceConfig(
-            name: name, topic: topic, decoder: PayloadDecoder(path: path, decimalComma: decimalComma),
+            name: name, topic: topic, decoder: decoder,
             unit: unit, scale: scale?.value ?? 1, invert: invert, staleAfterSeconds: staleAfter, maxGapSeconds: maxGap,
             maxPowerW: maxPower?.value ?? SourceConfig.defaultMaxPowerW, combine: combine?.value ?? .latest, maxPayloadBytes: maxPayload)
+    }
+
+    /// How the payload holds the number: `format: keyvalue` with `key:`, `regex:`, `decode:`; plain
+    /// text or `json:` by default. At most one of them, and each one's own keys only with it.
+    func loadFormat(_ map: inout MappingReader, path: JSONPath?, decimalComma: ConfigValue<Bool>?) -> PayloadDecoder.Format {
+        var format = PayloadDecoder.Format.text
+        var chosen: [String] = path == nil ? [] : ["json"]
+        let keyValue = map.choice("format", as: TextFormat.self)
+        let key = map.text("key")
+        let separator = map.text("separator")
+        let assign = map.text("assign")
+        for option in [separator, assign].compactMap({ $0 }) where option.value.isEmpty { option.report("must not be empty") }
+        if keyValue != nil {
+            chosen.append("format")
+            if let key {
+                format = .keyValue(KeyValueFormat(
+                    key: key.value, separator: separator.flatMap { $0.value.isEmpty ? nil : $0.value }, assign: assign.flatMap { $0.value.isEmpty ? nil : $0.value } ?? "="))
+            } else {
+                map.mapping.report(at: "key", "is required with format: keyvalue (the key whose value is the number)")
+            }
+            if let decimalComma, decimalComma.value, separator?.value.contains(",") ?? true {
+                decimalComma.report("a decimal comma cannot be told from the pairs' separator ','; set `separator:` to another one (; or a newline)")
+            }
+        } else {
+            for (name, option) in [("key", key), ("separator", separator), ("assign", assign)] {
+                option?.report("`\(name):` belongs to format: keyvalue; add that, or leave \(name) out")
+            }
+        }
+        if let regex = map.text("regex") {
+            chosen.append("regex")
+            do { format = .pattern(try PatternFormat(regex.value)) } catch { regex.report(error.description) }
+        }
+        let decode = map.choice("decode", as: BinaryNumberFormat.NumberType.self)
+        let byteOrder = map.choice("byte_order", as: BinaryNumberFormat.ByteOrder.self)
+        let hex = map.flag("hex")
+        if let decode {
+            chosen.append("decode")
+            format = .binary(BinaryNumberFormat(decode.value, byteOrder: byteOrder?.value ?? .big, hex: hex?.value ?? false))
+            if let decimalComma, decimalComma.value { decimalComma.report("a binary number has no decimal comma: write decimal_comma or decode, not both") }
+        } else if map.field("decode") == nil {
+            if let byteOrder { byteOrder.report("`byte_order:` belongs to decode: (int16 … float64); add that, or leave byte_order out") }
+            if let hex { hex.report("`hex:` belongs to decode: (int16 … float64); add that, or leave hex out") }
+        }
+        if chosen.count > 1 {
+            for extra in chosen.dropFirst() {
+                map.mapping.report(at: extra, "a payload is read one way: write \(chosen[0]) or \(extra), not both")
+            }
+            return .text
+        }
+        return format
+    }
+
+    /// The words `format:` takes (plain text and JSON need none).
+    enum TextFormat: String, CaseIterable { case keyvalue }
+
+    /// `sign: {json: flow, negative: [exporting]}` (or `positive:`, or both).
+    func loadSign(_ node: ConfigNode) -> SignField? {
+        guard var map = node.mapping() else { return nil }
+        defer { map.finish() }
+        var path: JSONPath?
+        if let text = map.required("json")?.text() {
+            do { path = try JSONPath(text.value) } catch { text.report(error.description) }
+        }
+        func values(_ key: String) -> Set<String>? {
+            guard let list = map.field(key) else { return nil }
+            let items = list.items ?? [list.asItem(0)]
+            let words = Set(items.compactMap { $0.text()?.value })
+            if words.isEmpty { list.report("needs at least one value") }
+            return words
+        }
+        let negative = values("negative")
+        let positive = values("positive")
+        if negative == nil, positive == nil {
+            node.report(at: "negative", "is required (or positive:): the field's values that mean that direction")
+        }
+        if let negative, let positive, !negative.isDisjoint(with: positive) {
+            node.report(at: "positive", "'\(negative.intersection(positive).sorted().joined(separator: ", "))' cannot be both negative and positive")
+        }
+        guard let path else { return nil }
+        return SignField(path: path, negative: negative, positive: positive)
+    }
+
+    /// `map: {on: 1, off: 0}`: words to numbers.
+    func loadValueMap(_ node: ConfigNode) -> ValueMap? {
+        guard let entries = node.entries, node.node.pairs != nil else {
+            node.report("expected a mapping of words to numbers, such as {on: 1, off: 0}, found \(node.node.describedKind)")
+            return nil
+        }
+        var values: [String: Double] = [:]
+        for (word, value) in entries {
+            if values[word.value.lowercased()] != nil { word.report("'\(word.value)' is mapped twice (words are compared without case)") }
+            if let number = value.number() { values[word.value.lowercased()] = number.value }
+        }
+        if entries.isEmpty { node.report("needs at least one word") }
+        return ValueMap(values)
     }
 
     /// A size in bytes: `65536`, `512B`, `64KiB`, `1MiB` (also `kB` and `MB`, powers of 1000).

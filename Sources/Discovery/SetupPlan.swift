@@ -27,9 +27,13 @@ public struct SetupPlan: Sendable, Equatable {
         public var topic: String
         /// JSON paths that look like readings (`ENERGY.Power`); empty for a bare number.
         public var fields: [String]
+        /// The source keys that read a payload that is neither text nor JSON (`format: keyvalue, key: pwr`).
+        public var format: String? = nil
 
-        /// `custom/meter (Leistung, Spannung)`.
-        public var description: String { topic + (fields.isEmpty ? "" : " (\(fields.prefix(4).joined(separator: ", ")))") }
+        /// `custom/meter (Leistung, Spannung)`, `modbus/heater (decode: int16 or uint16 …)`.
+        public var description: String {
+            topic + (fields.isEmpty ? "" : " (\(fields.prefix(4).joined(separator: ", ")))") + (format.map { " (\($0))" } ?? "")
+        }
     }
 
     /// The widget draws at most this many inputs.
@@ -78,7 +82,8 @@ public struct SetupPlan: Sendable, Equatable {
         retainedOnly = Set(used.filter { catalog[$0]?.retainedOnly == true })
         let claimed = recognitions.reduce(into: Set<String>()) { $0.formUnion($1.claimed) }
         unplaced = index.topics.compactMap { topic in
-            guard !claimed.contains(topic), !topic.hasPrefix("flowbridge/"), let record = catalog[topic], record.reading != nil else { return nil }
+            guard !claimed.contains(topic), !topic.hasPrefix("flowbridge/"), let record = catalog[topic] else { return nil }
+            guard record.reading != nil else { return Self.otherFormat(topic: topic, record) }
             if let json = record.json {
                 let fields = Self.readingFields(json, topic: topic)
                 return fields.isEmpty ? nil : Unplaced(topic: topic, fields: fields)

@@ -126,7 +126,7 @@ extension FlowEngine {
             sources[position].stats.withoutField += 1
             return false
         case .invalid(let why):
-            problem = why
+            problem = why.description
         case .value(let raw):
             let value = source.convert(raw)
             switch source.unit.quantity {

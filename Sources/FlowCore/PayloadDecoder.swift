@@ -8,8 +8,8 @@ public enum DecodedPayload: Sendable, Equatable {
     /// A JSON document without the source's field (a key or an index it does not have). On a topic
     /// that carries several kinds of messages (Shelly's `events/rpc`) that is the normal case.
     case noField
-    /// Not a number flowbridge can read; the text says why, for the log line.
-    case invalid(String)
+    /// Not a number flowbridge can read; the error names why and says what to change.
+    case invalid(PayloadError)
 }
 
 /// A path into a JSON payload: `ENERGY.Power`, `ENERGY.Power[1]`, `["em:0"].x`, `[""]` (the empty key).
@@ -92,28 +92,60 @@ public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
 /// Meters write numbers as bare text (`0.0`, ` +1.2e3 `), inside JSON (`{"value": 472.85}`), quoted
 /// inside JSON (`"19.6"`), with a decimal comma (`500,20`) where the source says so; and they say
 /// "no value" in many ways (`nan`, `unavailable`, `None`, an empty retained message, `null`).
+///
+/// Devices that say it differently pick another `format`: `key=value` text, a pattern, a binary
+/// number; `sign` takes the direction from another field, `map` reads words as numbers.
 public struct PayloadDecoder: Sendable, Hashable {
+    /// How the payload holds the number, beyond plain text and JSON.
+    public enum Format: Sendable, Hashable {
+        /// A number as text, or inside JSON at `path`: the default, and the fast path.
+        case text
+        case keyValue(KeyValueFormat)
+        case pattern(PatternFormat)
+        case binary(BinaryNumberFormat)
+    }
+
     public var path: JSONPath?
     public var decimalComma: Bool
+    public var format: Format
+    public var sign: SignField?
+    public var map: ValueMap?
 
-    public init(path: JSONPath? = nil, decimalComma: Bool = false) {
+    public init(path: JSONPath? = nil, decimalComma: Bool = false, format: Format = .text, sign: SignField? = nil, map: ValueMap? = nil) {
         self.path = path
         self.decimalComma = decimalComma
+        self.format = format
+        self.sign = sign
+        self.map = map
     }
 
     public func decode(_ payload: [UInt8]) -> DecodedPayload {
+        let decoded: DecodedPayload = switch format {
+        case .text: decodeText(payload)
+        case .keyValue(let keyValue): keyValue.decode(payload, with: self)
+        case .pattern(let pattern): pattern.decode(payload, with: self)
+        case .binary(let binary): binary.decode(payload)
+        }
+        guard let sign, case .value(let magnitude) = decoded else { return decoded }
+        return sign.apply(magnitude, to: Self.trimmed(payload[...]))
+    }
+
+    /// A number as text, or at `path` in JSON.
+    func decodeText(_ payload: [UInt8]) -> DecodedPayload {
         let text = Self.trimmed(payload[...])
         guard let path else {
             if let first = text.first, first == UInt8(ascii: "{") || first == UInt8(ascii: "[") {
-                return .invalid("the payload is JSON; set `json:` to the field that holds the number")
+                return .invalid(PayloadError(.json, "the payload is JSON; set `json:` to the field that holds the number"))
             }
             if text.first == UInt8(ascii: "\"") {
                 guard case .string(let inner)? = try? JSONValue(parsing: Array(text)) else {
-                    return .invalid("unterminated quoted text")
+                    return .invalid(PayloadError(.notANumber, "unterminated quoted text"))
                 }
                 return number(in: Array(inner.utf8)[...], quoted: true)
             }
-            return number(in: text, quoted: false)
+            let decoded = number(in: text, quoted: false)
+            if case .invalid = decoded, let error = PayloadShape.of(payload).error(payload: payload) { return .invalid(error) }
+            return decoded
         }
         if text.isEmpty { return .noReading }
         let found: PathScan
@@ -124,15 +156,17 @@ public struct PayloadDecoder: Sendable, Hashable {
             }
         } catch {
             if Self.isNoReading(text) { return .noReading }
-            return .invalid("not JSON (\(error))")
+            return .invalid(PayloadShape.of(payload).error(payload: payload) ?? PayloadError(.json, "not JSON (\(error))"))
         }
         switch found {
         case .number(let number): return .value(number + 0.0)
         case .null: return .noReading
         case .text(let inner): return number(in: Array(inner.utf8)[...], quoted: true)
-        case .other(let kind): return .invalid("\(path) is \(kind), not a number")
+        case .bool(let flag) where map != nil: return number(in: Array((flag ? "true" : "false").utf8)[...], quoted: true)
+        case .bool: return .invalid(PayloadError(.json, "\(path) is a boolean, not a number"))
+        case .other(let kind): return .invalid(PayloadError(.json, "\(path) is \(kind), not a number"))
         case .missing: return .noField
-        case .mismatch: return .invalid("the path \(path) does not fit the payload (\(JSONParser.kindDescription(startingWith: text.first!)))")
+        case .mismatch: return .invalid(PayloadError(.json, "the path \(path) does not fit the payload (\(JSONParser.kindDescription(startingWith: text.first!)))"))
         }
     }
 
@@ -140,6 +174,7 @@ public struct PayloadDecoder: Sendable, Hashable {
     func number(in raw: ArraySlice<UInt8>, quoted: Bool) -> DecodedPayload {
         let text = Self.trimmed(raw)
         if text.isEmpty || Self.isNoReading(text) { return .noReading }
+        if let map, let mapped = map.value(for: text) { return .value(mapped) }
         var bytes = text
         if decimalComma, let comma = bytes.firstIndex(of: UInt8(ascii: ",")), !bytes.contains(UInt8(ascii: ".")) {
             bytes[comma] = UInt8(ascii: ".")
@@ -147,14 +182,22 @@ public struct PayloadDecoder: Sendable, Hashable {
         var shown: String { String(decoding: text.prefix(40), as: UTF8.self) }
         guard Self.hasNumberShape(bytes) else {
             if !decimalComma, bytes.contains(UInt8(ascii: ",")), Self.hasNumberShape(bytes.map { $0 == UInt8(ascii: ",") ? UInt8(ascii: ".") : $0 }[...]) {
-                return .invalid("'\(shown)' has a decimal comma; set `decimal_comma: true` on the source")
+                return .invalid(PayloadError(.notANumber, "'\(shown)' has a decimal comma; set `decimal_comma: true` on the source"))
             }
-            return .invalid(quoted ? "\"\(shown)\" is text, not a number" : "'\(shown)' is not a number")
+            if let map {
+                return .invalid(PayloadError(.unmapped, "'\(shown)' is not a number and not in the source's map (\(map.words))"))
+            }
+            return .invalid(PayloadError(.notANumber, quoted ? "\"\(shown)\" is text, not a number" : "'\(shown)' is not a number"))
         }
         guard let value = bytes.withUnsafeBufferPointer(NumberText.double(ascii:)) else {
-            return .invalid("'\(shown)' is out of range")
+            return .invalid(PayloadError(.outOfRange, "'\(shown)' is out of range"))
         }
         return .value(value + 0.0)  // -0 reads as 0
+    }
+
+    /// The start of a payload as one line of text, for messages.
+    static func excerpt(_ payload: [UInt8]) -> String {
+        String(decoding: payload.prefix(40), as: UTF8.self).split(whereSeparator: \.isNewline).joined(separator: " ") + (payload.count > 40 ? "…" : "")
     }
 
     static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
@@ -205,6 +248,7 @@ public struct PayloadDecoder: Sendable, Hashable {
 enum PathScan: Equatable {
     case number(Double)
     case text(String)
+    case bool(Bool)
     case null
     /// Another kind of value (its `kindDescription`).
     case other(kind: String)
@@ -234,6 +278,9 @@ extension JSONParser {
             switch first {
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
             case UInt8(ascii: "\""): return .text(try parseString())
+            case UInt8(ascii: "t"), UInt8(ascii: "f"):
+                try skipValue()
+                return .bool(first == UInt8(ascii: "t"))
             default:
                 try skipValue()
                 return first == UInt8(ascii: "n") ? .null : .other(kind: Self.kindDescription(startingWith: first))

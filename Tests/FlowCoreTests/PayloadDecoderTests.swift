@@ -36,7 +36,7 @@ import Testing
     @Test func decimalCommaWhenTheSourceSaysSo() throws {
         #expect(try Self.decode("500,20", decimalComma: true) == .value(500.2))
         guard case .invalid(let why) = try Self.decode("500,20") else { Issue.record("decoded"); return }
-        #expect(why.contains("decimal_comma"))
+        #expect(why.description.contains("decimal_comma"))
     }
 
     @Test(arguments: [

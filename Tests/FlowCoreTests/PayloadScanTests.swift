@@ -22,7 +22,7 @@ import Testing
             document = try JSONValue(parsing: Array(text))
         } catch {
             // Not JSON: a device's word for "no value" (what the plain decoder calls no reading).
-            return plain.decode(Array(text)) == .noReading ? .noReading : .invalid("not JSON (\(error))")
+            return plain.decode(Array(text)) == .noReading ? .noReading : .invalid(PayloadError(.json, "not JSON (\(error))"))
         }
         var current = document
         for step in path.steps {
@@ -34,14 +34,14 @@ import Testing
                 guard index < items.count else { return .noField }
                 current = items[index]
             default:
-                return .invalid("the path \(path) does not fit the payload (\(document.kindDescription))")
+                return .invalid(PayloadError(.json, "the path \(path) does not fit the payload (\(document.kindDescription))"))
             }
         }
         switch current {
         case .number(let number): return .value(number + 0.0)
         case .null: return .noReading
         case .string: return plain.decode(current.encoded())  // a quoted number, read as the plain decoder reads it
-        default: return .invalid("\(path) is \(current.kindDescription), not a number")
+        default: return .invalid(PayloadError(.json, "\(path) is \(current.kindDescription), not a number"))
         }
     }
 
@@ -109,6 +109,6 @@ import Testing
         let decoder = PayloadDecoder(path: try JSONPath("a.b"))
         #expect(decoder.decode(Array(#"{"a":{"b":1},"a":{"b":2}}"#.utf8)) == .value(2))
         #expect(decoder.decode(Array(#"{"a":{"b":1},"a":{"c":2}}"#.utf8)) == .noField)
-        #expect(decoder.decode(Array(#"{"a":{"b":1},"a":3}"#.utf8)) == .invalid("the path a.b does not fit the payload (an object)"))
+        #expect(decoder.decode(Array(#"{"a":{"b":1},"a":3}"#.utf8)) == .invalid(PayloadError(.json, "the path a.b does not fit the payload (an object)")))
     }
 }

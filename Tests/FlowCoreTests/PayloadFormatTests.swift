@@ -1,0 +1,64 @@
+import FlowCore
+import Testing
+
+/// The decoders beyond plain text and JSON, one behaviour each; the replay tables in DaemonTests
+/// show them through the whole engine.
+@Suite struct PayloadFormatTests {
+    static func kind(_ decoded: DecodedPayload) -> PayloadError.Kind? {
+        if case .invalid(let error) = decoded { return error.kind }
+        return nil
+    }
+
+    @Test(arguments: [
+        ("08a1", DecodedPayload.value(2209)), ("0x08A1", .value(2209)), (" 08A1\n", .value(2209)),
+        ("8a1", .invalid(PayloadError(.notHex, "'8a1' is not hex text (pairs of 0-9, a-f); `hex: true` reads e.g. 08a1 for an int16"))),
+        ("08 a1", .invalid(PayloadError(.notHex, "'08 a1' is not hex text (pairs of 0-9, a-f); `hex: true` reads e.g. 08a1 for an int16"))),
+    ])
+    func hexText(payload: String, decoded: DecodedPayload) {
+        #expect(PayloadDecoder(format: .binary(BinaryNumberFormat(.int16, hex: true))).decode(Array(payload.utf8)) == decoded)
+    }
+
+    /// A float NaN is the device's "no value"; an infinity is a broken reading, never a number.
+    @Test func floatsThatAreNotNumbers() {
+        let float32 = PayloadDecoder(format: .binary(BinaryNumberFormat(.float32)))
+        #expect(float32.decode([0x7F, 0xC0, 0x00, 0x00]) == .noReading)
+        #expect(Self.kind(float32.decode([0x7F, 0x80, 0x00, 0x00])) == .notFinite)
+        #expect(float32.decode([0x80, 0x00, 0x00, 0x00]) == .value(0))
+    }
+
+    /// A raw binary payload is not trimmed: a 0x20 or 0x00 byte is part of the number.
+    @Test func rawBytesAreNotTrimmed() {
+        #expect(PayloadDecoder(format: .binary(BinaryNumberFormat(.uint16))).decode([0x00, 0x20]) == .value(32))
+        #expect(PayloadDecoder(format: .binary(BinaryNumberFormat(.uint16, byteOrder: .little))).decode([0x20, 0x00]) == .value(32))
+    }
+
+    @Test(arguments: [
+        ("a=1,,b=2", "b", DecodedPayload.value(2)), ("a = 1 , b = 2 ", "b", .value(2)), ("a=1||b=2", "b", .value(2)),
+        ("a=1||b=2", "a", .value(1)), ("a==1||b=2", "a", .invalid(PayloadError(.notANumber, "'=1' is not a number"))),
+        ("b=unavailable||a=1", "b", .noReading),
+    ])
+    func keyValuePairsWithASeparatorOfTwoCharacters(payload: String, key: String, decoded: DecodedPayload) {
+        let decoder = PayloadDecoder(format: .keyValue(KeyValueFormat(key: key, separator: payload.contains("||") ? "||" : nil)))
+        #expect(decoder.decode(Array(payload.utf8)) == decoded)
+    }
+
+    /// The sign never turns 0 into -0, and gives the magnitude whatever sign it had.
+    @Test func theSignFieldGivesTheMagnitudeItsDirection() throws {
+        let decoder = PayloadDecoder(path: try JSONPath("p"), sign: SignField(path: try JSONPath("d"), negative: ["out"]))
+        guard case .value(let zero) = decoder.decode(Array(#"{"p": 0, "d": "out"}"#.utf8)) else { Issue.record("no value"); return }
+        #expect(zero.sign == .plus)
+        #expect(decoder.decode(Array(#"{"p": -5, "d": "out"}"#.utf8)) == .value(-5))
+        #expect(decoder.decode(Array(#"{"p": -5, "d": "in"}"#.utf8)) == .value(5))
+        #expect(Self.kind(decoder.decode(Array(#"{"p": 5, "d": null}"#.utf8))) == .missingSign)
+        #expect(Self.kind(decoder.decode(Array(#"{"p": 5, "d": [1]}"#.utf8))) == .missingSign)
+        #expect(decoder.decode(Array(#"{"p": null, "d": "out"}"#.utf8)) == .noReading)
+    }
+
+    @Test func aPatternReadsItsCaptureAsTextIsRead() throws {
+        let decoder = PayloadDecoder(format: .pattern(try PatternFormat("P: ([^ ]*) W")))
+        #expect(decoder.decode(Array("P: 12.5 W".utf8)) == .value(12.5))
+        #expect(decoder.decode(Array("P: nan W".utf8)) == .noReading)
+        #expect(Self.kind(decoder.decode(Array("P: x W".utf8))) == .notANumber)
+        #expect(Self.kind(decoder.decode([0x01, 0xFF])) == .binary)
+    }
+}
