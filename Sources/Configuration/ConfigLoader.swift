@@ -21,6 +21,7 @@ struct ConfigLoader {
         let widgets = top.required("widgets").map { loadWidgets($0, sources: sources) }
         let flow = widgets?.flow ?? FlowConfig(sources: sources, widgets: [])
         var mqtt = broker.settings
+        mqtt.maximumPayloadBytes = Self.maximumPayloadBytes(of: sources)
         let output = top.field("output").map { loadOutput($0, mqtt: &mqtt, topicPrefix: broker.topicPrefix, flow: flow) }
         let pushes = (widgets?.pushes ?? []).compactMap { loadPush(widget: $0.widget, $0.push) }
         top.finish()
