@@ -26,6 +26,24 @@ struct SignalTests {
         #expect(TemporaryStateFiles(statePath: daemon.statePath).paths().isEmpty)
     }
 
+    /// A second SIGTERM while the stop is under way (here waiting on a frozen broker for the
+    /// "offline" it publishes, up to 1.5 s), within a second of the first: still the same stop.
+    @Test func aSecondSIGTERMWithinASecondIsTheSameStop() async throws {
+        let broker = try await MosquittoBroker()
+        let daemon = try RunTests.Daemon(broker: broker)
+        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        let brokerPID = try #require(broker.processIdentifier)
+        kill(brokerPID, SIGSTOP)
+        defer { kill(brokerPID, SIGCONT) }
+        daemon.process.send(SIGTERM)
+        #expect(await daemon.waitFor("stopping"))
+        daemon.process.send(SIGTERM)
+        #expect(await daemon.process.waitForExit(timeout: .seconds(4)))
+        #expect(daemon.process.exitCode == 0, "\(daemon.text)")
+        #expect(daemon.text.contains("stopped; state written to"), "\(daemon.text)")
+        #expect(TemporaryStateFiles(statePath: daemon.statePath).paths().isEmpty)
+    }
+
     /// While a graceful stop waits (here on a frozen broker, for the "offline" it publishes, up to
     /// 1.5 s), a second signal sent after the same-request window ends it at once, and leaves no
     /// temporary state file. The window left is short on purpose: when a busy machine lets the
