@@ -1,5 +1,6 @@
 import Configuration
 import FlowCore
+import Mosquitto
 import Persistence
 import Platform
 import Runtime
@@ -15,7 +16,8 @@ struct ConfigSummary {
     var text: String {
         var lines: [String] = []
         let flow = config.flow
-        lines.append("config OK: \(Self.counts(config)); day in \(zone.identifier); broker \(config.mqtt.host):\(config.mqtt.port)\(config.mqtt.tls == nil ? "" : " (TLS)")")
+        lines.append("config OK: \(Self.counts(config)); day in \(zone.identifier); broker \(config.mqtt.host):\(config.mqtt.port)\(config.mqtt.tls.map { $0.insecure ? " (TLS, not verified)" : " (TLS)" } ?? "")")
+        if config.mqtt.tls?.insecure == true { lines.append("warning: \(TLSOptions.insecureWarning)") }
         lines.append("state kept in \(statePath)")
         let sources = Dictionary(flow.sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for widget in flow.widgets {

@@ -110,6 +110,9 @@ struct ListenReport {
         if !connection.connected {
             lines.append("never connected to the broker\(connection.lastProblem.map { ": \($0)" } ?? "")")
         }
+        for refusal in connection.refusedSubscriptions {
+            lines.append("the broker refused the subscription to \(refusal.filter): \(refusal.reason) (is its ACL for this user right?)")
+        }
         lines.append("")
         var table = [["source", "topic", "messages", "unusable", "last value", "age"]]
         let stats = engine.sourceStats
@@ -171,9 +174,14 @@ struct ListenReport {
             lines.append("\(counted(silent.count, "source")) never reported a value:")
             for source in silent {
                 let watch = watches[source.name]!
-                let why = watch.messages == 0
-                    ? "no message on \(source.topic): is the topic right? (mosquitto_sub -t '#' -v shows what the broker carries)"
-                    : "\(counted(watch.messages, "message")), none a value flowbridge can use"
+                let refusal = connection.refusedSubscriptions.first { $0.filter == source.topic.description }
+                let why = if let refusal {
+                    "the broker refused the subscription to \(source.topic): \(refusal.reason)"
+                } else if watch.messages == 0 {
+                    "no message on \(source.topic): is the topic right? (mosquitto_sub -t '#' -v shows what the broker carries)"
+                } else {
+                    "\(counted(watch.messages, "message")), none a value flowbridge can use"
+                }
                 lines.append("  \(source.name): \(why)")
             }
         }

@@ -1,4 +1,5 @@
 import Glibc
+import FlowCore
 import Mosquitto
 import Platform
 
@@ -57,8 +58,8 @@ extension ConfigLoader {
         }
         if let version = map.field("protocol") {
             switch version.node.scalarValue {
-            case "5", "5.0": section.settings.mqtt5 = true
-            case "3.1.1", "311", "4": section.settings.mqtt5 = false
+            case "5", "5.0": section.settings.fallsBackToV311 = false
+            case "3.1.1", "311", "4": section.settings.protocolVersion = .v311
             default: version.report("must be 3.1.1 or 5")
             }
         }
@@ -79,6 +80,14 @@ extension ConfigLoader {
             }
         }
         return section
+    }
+
+    /// The largest payload the broker connection takes: the sources' largest `max_payload`, and
+    /// never less than the default one, which the sinks' own topics (Home Assistant's status) fit.
+    /// Anything larger is of no use to any source, and a 150 MB retained message must not reach
+    /// the daemon's memory (libmosquitto's buffer, its copy, ours).
+    static func maximumPayloadBytes(of sources: [SourceConfig]) -> Int {
+        max(sources.map(\.maxPayloadBytes).max() ?? 0, SourceConfig.defaultMaxPayloadBytes)
     }
 
     /// `mqtt.tls:`; with a context, each file must be readable.

@@ -21,6 +21,7 @@ struct ConfigLoader {
         let widgets = top.required("widgets").map { loadWidgets($0, sources: sources) }
         let flow = widgets?.flow ?? FlowConfig(sources: sources, widgets: [])
         var mqtt = broker.settings
+        mqtt.maximumPayloadBytes = Self.maximumPayloadBytes(of: sources)
         let output = top.field("output").map { loadOutput($0, mqtt: &mqtt, topicPrefix: broker.topicPrefix, flow: flow) }
         let pushes = (widgets?.pushes ?? []).compactMap { loadPush(widget: $0.widget, $0.push) }
         top.finish()
@@ -32,8 +33,10 @@ struct ConfigLoader {
     /// A secret (the broker password, a widget API token) from `<key>_file` (a systemd credential
     /// when relative) or `<key>_env`, never from the config itself. Trailing line breaks are not
     /// part of it (an editor's last newline); an empty file is a problem, since a `LoadCredential=`
-    /// file that is missing arrives as the unit's empty default. Problems name the key and line,
-    /// never the secret.
+    /// file that is missing arrives as the unit's empty default. So is a control character left
+    /// inside (a second line, a tab, an escape): it would go as it is into an `Authorization:`
+    /// header or a CONNECT packet, where a line break starts another header. Problems name the key
+    /// and line, never the secret.
     func loadSecret(file: ConfigValue<String>?, variable: ConfigValue<String>?, context: ConfigContext) -> Secret? {
         if let file {
             guard let path = context.credentialPath(file.value) else {
@@ -47,6 +50,10 @@ struct ConfigLoader {
                     file.report("\(path) is empty (a LoadCredential= file that is missing arrives as the unit's empty default)")
                     return nil
                 }
+                if let problem = Self.controlCharacterProblem(text) {
+                    file.report("\(path) \(problem)")
+                    return nil
+                }
                 return Secret(text)
             } catch {
                 file.report("cannot read \(error)")
@@ -58,8 +65,25 @@ struct ConfigLoader {
                 variable.report("the environment variable \(variable.value) is not set")
                 return nil
             }
+            if let problem = Self.controlCharacterProblem(value) {
+                variable.report("the environment variable \(variable.value) \(problem)")
+                return nil
+            }
             return Secret(value)
         }
         return nil
+    }
+
+    /// Where a secret holds a control character (C0, DEL or C1), in words that do not show it:
+    /// "holds a line break after character 12 (a second line?)".
+    static func controlCharacterProblem(_ secret: String) -> String? {
+        guard let index = secret.unicodeScalars.firstIndex(where: { $0.properties.generalCategory == .control }) else { return nil }
+        let scalar = secret.unicodeScalars[index]
+        let position = secret.unicodeScalars.distance(from: secret.unicodeScalars.startIndex, to: index)
+        if scalar == "\n" || scalar == "\r" {
+            return "holds a line break after character \(position): a secret is one line (a second line? only a trailing line break is trimmed)"
+        }
+        let hex = String(scalar.value, radix: 16, uppercase: true)
+        return "holds the control character U+\(String(repeating: "0", count: max(0, 4 - hex.count)))\(hex) after character \(position): a secret is one line of printable text"
     }
 }

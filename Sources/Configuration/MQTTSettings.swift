@@ -16,8 +16,14 @@ public struct MQTTSettings: Sendable, Equatable {
     /// The password read from `passwordFile` or `passwordEnv`; set only when the config was loaded
     /// for `check` or `run` (a `ConfigContext`), so a changed password counts as a changed setting.
     public var password: Secret?
-    /// MQTT 5 when true, else 3.1.1.
-    public var mqtt5 = false
+    /// MQTT 5 unless `protocol: 3.1.1`: only MQTT 5 can tell the broker the largest message we
+    /// take (so a huge retained message never reaches us), and say why it refused a publish. Every
+    /// broker of the last years speaks it (mosquitto since 1.6); for one that does not,
+    /// `fallsBackToV311` (the default, off when `protocol: 5` is written) connects with 3.1.1.
+    public var protocolVersion = ProtocolVersion.v5
+    public var fallsBackToV311 = true
+    /// The largest payload the connection takes (the sources' largest `max_payload`); nil: no limit.
+    public var maximumPayloadBytes: Int?
     public var tls: TLSSettings?
     /// flowbridge publishes `<prefix>/status` = online / offline (its last will).
     public var topicPrefix = "flowbridge"
@@ -38,7 +44,7 @@ public struct MQTTSettings: Sendable, Equatable {
             host: host, port: port, clientID: dryRun ? "\(clientID)-dry-run-\(getpid())" : clientID,
             keepaliveSeconds: keepaliveSeconds, username: username, password: password?.value,
             tls: tls.map { TLSOptions(caFile: $0.caFile, certFile: $0.certFile, keyFile: $0.keyFile, insecure: $0.insecure) },
-            protocolVersion: mqtt5 ? .v5 : .v311,
+            protocolVersion: protocolVersion, fallsBackToV311: fallsBackToV311, maximumPayloadBytes: maximumPayloadBytes,
             will: dryRun ? nil : Will(topic: statusTopic, payload: Array("offline".utf8), qos: .atLeastOnce, retain: true))
     }
 

@@ -119,6 +119,20 @@ private let libraryInitialized: Int32 = mosquitto_lib_init()
 /// `MQTT_PROP_MESSAGE_EXPIRY_INTERVAL` from <mqtt_protocol.h>, which <mosquitto.h> 2.0 does not include.
 private let messageExpiryIntervalProperty: Int32 = 2
 
+/// `MQTT_PROP_MAXIMUM_PACKET_SIZE` from <mqtt_protocol.h>.
+private let maximumPacketSizeProperty: Int32 = 39
+
+/// `MQTT_RC_UNSUPPORTED_PROTOCOL_VERSION`: what libmosquitto reports when a 3.1.1 broker answers an
+/// MQTT 5 CONNECT with its own "unacceptable protocol version" (CONNACK 1).
+private let unsupportedProtocolVersion: Int32 = 0x84
+
+/// The first failing reason code of SUBACK and PUBACK (0x80 is 3.1.1's only SUBACK failure).
+private let firstFailureCode: Int32 = 0x80
+
+/// Published messages whose PUBACK is awaited, at most: a broker that never acknowledges cannot
+/// make the table grow without bound (the oldest are forgotten, and with them a late refusal).
+private let maximumAwaitedAcks = 4096
+
 /// `SSL_VERIFY_NONE` from OpenSSL, for `mosquitto_tls_opts_set` (the default is `SSL_VERIFY_PEER`).
 private let sslVerifyNone: Int32 = 0
 
@@ -175,6 +189,19 @@ final class Connection: @unchecked Sendable {
         var connectedSinceBackoff: ContinuousClock.Instant?
         /// on_disconnect ran during the current connection attempt.
         var disconnectCalledBack = false
+        /// The protocol of the next connect: MQTT 5 until a broker refuses it, when the options allow
+        /// falling back to 3.1.1.
+        var speaksV5: Bool
+        /// The broker refused MQTT 5: the next connect speaks 3.1.1.
+        var fallbackPending = false
+        /// SUBSCRIBE packets awaiting their SUBACK, by message ID: their filters in order.
+        var awaitedSubacks: [Int32: [String]] = [:]
+        /// QoS 1 publishes under MQTT 5 awaiting their PUBACK, by message ID: their topics.
+        var awaitedPubacks: [Int32: String] = [:]
+        /// Acknowledgements that came before their sender recorded the message ID (another
+        /// thread's subscribe or publish, answered within the moment between the call and the record).
+        var earlySubacks: [Int32: [Int32]] = [:]
+        var earlyPubackRefusals: [Int32: Int32] = [:]
     }
 
     /// Serialises start and stop. Never taken by callbacks.
@@ -188,7 +215,7 @@ final class Connection: @unchecked Sendable {
     init(options: MQTTOptions, subscriptions: [String], qos: QoS, events: MQTTEvents) throws {
         handle = try Self.makeHandle(options)
         self.options = options
-        state = Mutex(State(subscriptions: Self.unique(subscriptions)))
+        state = Mutex(State(subscriptions: Self.unique(subscriptions), speaksV5: options.protocolVersion == .v5))
         self.qos = qos.level
         self.events = events
         // Unretained: callbacks run only on the network thread, which holds a strong reference to
@@ -233,9 +260,18 @@ final class Connection: @unchecked Sendable {
 
     /// One SUBSCRIBE packet for all `filters`: a broker sends the retained messages of each packet
     /// before it reads the next, so one packet per topic can hold a small retained value back
-    /// behind a large one for seconds.
+    /// behind a large one for seconds. Its SUBACK says, per filter, whether the broker took it.
     private func subscribe(_ filters: [String]) -> Int32 {
-        withCStrings(filters) { mosquitto_subscribe_multiple(handle, nil, Int32(filters.count), $0, qos, 0, nil) }
+        var mid: Int32 = 0
+        let rc = withCStrings(filters) { mosquitto_subscribe_multiple(handle, &mid, Int32(filters.count), $0, qos, 0, nil) }
+        guard rc == success else { return rc }
+        let early = state.withLock { s -> [Int32]? in
+            if let granted = s.earlySubacks.removeValue(forKey: mid) { return granted }
+            s.awaitedSubacks[mid] = filters
+            return nil
+        }
+        if let early { reportSubscriptions(filters, granted: early) }
+        return rc
     }
     var lastError: MQTTError? { state.withLock { $0.lastError } }
 
@@ -267,9 +303,7 @@ final class Connection: @unchecked Sendable {
         func check(_ rc: Int32, _ call: String) throws {
             if rc != success { throw MQTTError.library(call: call, message: mosquittoErrorText(rc)) }
         }
-        if options.protocolVersion == .v5 {
-            try check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5), "mosquitto_int_option(PROTOCOL_VERSION)")
-        }
+        try speak(options.protocolVersion, handle, options)
         if let username = options.username {
             try check(withOptionalCString(options.password) { password in
                 username.withCString { mosquitto_username_pw_set(handle, $0, password) }
@@ -308,6 +342,33 @@ final class Connection: @unchecked Sendable {
         try check(mosquitto_threaded_set(handle, true), "mosquitto_threaded_set")
     }
 
+    /// Sets the protocol of the next connect, and under MQTT 5 CONNECT's Maximum Packet Size (from
+    /// `maximumPayloadBytes`), so the broker never sends a message larger than we take: it drops
+    /// one for us instead, and no byte of it reaches this process.
+    ///
+    /// libmosquitto 2.0 takes CONNECT properties only through `mosquitto_connect_bind_v5`, which
+    /// connects blocking (a broker that does not answer would hold `stop()` for the TCP timeout).
+    /// It keeps them in the handle for every later connect, `mosquitto_connect_async` included, and
+    /// stores them before it checks its other arguments: so they are given here with a keepalive it
+    /// refuses (1 s), which returns `MOSQ_ERR_INVAL` before any network I/O. Under 3.1.1 the same
+    /// call without properties clears them (libmosquitto refuses a 3.1.1 connect that has some).
+    /// See lib/connect.c in 2.0.11 to 2.0.18; `maximumPacketSizeIsSentInConnect` checks it.
+    private static func speak(_ version: ProtocolVersion, _ handle: OpaquePointer, _ options: MQTTOptions) throws {
+        let level = version == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
+        var rc = mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, level)
+        if rc != success { throw MQTTError.library(call: "mosquitto_int_option(PROTOCOL_VERSION)", message: mosquittoErrorText(rc)) }
+        var properties: OpaquePointer?
+        defer { mosquitto_property_free_all(&properties) }
+        if version == .v5, let bytes = options.maximumPacketBytes {
+            rc = mosquitto_property_add_int32(&properties, maximumPacketSizeProperty, UInt32(bytes))
+            if rc != success { throw MQTTError.library(call: "mosquitto_property_add_int32", message: mosquittoErrorText(rc)) }
+        }
+        rc = mosquitto_connect_bind_v5(handle, "", 0, 1, nil, properties)
+        if rc != MOSQ_ERR_INVAL.rawValue {
+            throw MQTTError.library(call: "mosquitto_connect_bind_v5 (CONNECT properties)", message: mosquittoErrorText(rc))
+        }
+    }
+
     /// The C callbacks capture nothing: each finds its `Connection` through the userdata pointer.
     /// The `_v5` variants are used for both protocol versions (properties are NULL under 3.1.1).
     private static func installCallbacks(_ handle: OpaquePointer) {
@@ -320,8 +381,12 @@ final class Connection: @unchecked Sendable {
         mosquitto_message_v5_callback_set(handle) { _, userdata, message, properties in
             if let message { Connection.owner(userdata)?.didReceive(message, properties: properties) }
         }
-        mosquitto_publish_v5_callback_set(handle) { _, userdata, mid, _, _ in
-            Connection.owner(userdata)?.didPublish(mid: mid)
+        mosquitto_publish_v5_callback_set(handle) { _, userdata, mid, reason, _ in
+            Connection.owner(userdata)?.didPublish(mid: mid, reason: reason)
+        }
+        mosquitto_subscribe_v5_callback_set(handle) { _, userdata, mid, count, granted, _ in
+            let codes = granted.map { Array(UnsafeBufferPointer(start: $0, count: Int(max(0, count)))) } ?? []
+            Connection.owner(userdata)?.didSubscribe(mid: mid, granted: codes)
         }
         mosquitto_log_callback_set(handle, logErrors)
     }
@@ -392,6 +457,10 @@ final class Connection: @unchecked Sendable {
     private func runNetworkLoop() {
         var backoff = ReconnectBackoff(options)
         while !stopRequested {
+            if state.withLock({ s in defer { s.fallbackPending = false }; return s.fallbackPending }) {
+                // Set up once already with these options: only a broken libmosquitto fails here.
+                do { try Self.speak(.v311, handle, options) } catch { report(connectionFailed("\(error)"), wasConnected: false) }
+            }
             mosquitto_log_callback_set(handle, Self.logErrors)
             let rc = options.host.withCString {
                 mosquitto_connect_async(handle, $0, Int32(options.port), Int32(options.keepaliveSeconds))
@@ -468,8 +537,25 @@ final class Connection: @unchecked Sendable {
         guard payload.count <= 268_435_455 else {
             throw MQTTError.publishFailed(topic: topic, reason: "payload of \(payload.count) bytes is too large")
         }
-        let rc = rawPublish(topic: topic, payload: payload, qos: qos.level, retain: retain, mid: nil)
+        var mid: Int32 = 0
+        let rc = rawPublish(topic: topic, payload: payload, qos: qos.level, retain: retain, mid: &mid)
         if rc != success { throw MQTTError.publishFailed(topic: topic, reason: mosquittoErrorText(rc)) }
+        // Only an MQTT 5 PUBACK says whether the broker took it (3.1.1 drops a refused one silently).
+        guard qos != .atMostOnce else { return }
+        let early = state.withLock { s -> Int32? in
+            guard s.speaksV5 else { return nil }
+            if let reason = s.earlyPubackRefusals.removeValue(forKey: mid) { return reason }
+            if s.awaitedPubacks.count >= maximumAwaitedAcks { s.awaitedPubacks.removeAll() }
+            s.awaitedPubacks[mid] = topic
+            return nil
+        }
+        if let early { emit(.publishRefused(topic: topic, reason: Self.refusal(early, v5: true))) }
+    }
+
+    /// A failing SUBACK or PUBACK code in words: MQTT 5's reason, or 3.1.1's one failure.
+    private static func refusal(_ code: Int32, v5: Bool) -> String {
+        let text = v5 ? mosquitto_reason_string(code).map { String(cString: $0) } : nil
+        return "\(text?.sentenceInside ?? "refused") (reason code 0x\(String(code, radix: 16)))"
     }
 
     private func rawPublish(topic: String, payload: [UInt8], qos: Int32, retain: Bool, mid: UnsafeMutablePointer<Int32>?) -> Int32 {
@@ -495,8 +581,18 @@ final class Connection: @unchecked Sendable {
 
     private func didConnect(code: Int32) {
         guard code == 0 else {
+            let speaksV5 = state.withLock { $0.speaksV5 }
+            if speaksV5, options.fallsBackToV311, code == unsupportedProtocolVersion {
+                state.withLock { s in
+                    s.speaksV5 = false
+                    s.fallbackPending = true
+                    s.awaitedPubacks = [:]
+                }
+                report(connectionFailed("the broker does not speak MQTT 5; connecting again with MQTT 3.1.1"), wasConnected: false, isRefusal: true)
+                return
+            }
             // MQTT 3.1.1 CONNACK return codes and MQTT 5 reason codes are different tables.
-            let text = options.protocolVersion == .v5 ? mosquitto_reason_string(code) : mosquitto_connack_string(code)
+            let text = speaksV5 ? mosquitto_reason_string(code) : mosquitto_connack_string(code)
             report(.connectionRefused(code: Int(code), reason: text.map { String(cString: $0) } ?? "unknown reason"),
                    wasConnected: false, isRefusal: true)
             return
@@ -505,6 +601,9 @@ final class Connection: @unchecked Sendable {
         state.withLock { s in
             s.connected = true
             s.connectedSinceBackoff = .now
+            // A new session: what the last one awaited will not come.
+            s.awaitedSubacks = [:]
+            s.earlySubacks = [:]
             s.lastError = nil
             s.lastLoggedError = nil
         }
@@ -559,6 +658,12 @@ final class Connection: @unchecked Sendable {
         let m = message.pointee
         // Copy now: libmosquitto frees topic and payload when this callback returns.
         let topic = m.topic.map { String(cString: $0) } ?? ""
+        // Before any copy of ours: under 3.1.1 (or a broker that ignores CONNECT's limit) a huge
+        // message is already in libmosquitto's memory, and must not be in ours too.
+        if let limit = options.maximumPayloadBytes, Int(m.payloadlen) > limit {
+            emit(.oversizedMessage(topic: topic, bytes: Int(m.payloadlen)))
+            return
+        }
         let payload: [UInt8] = if let bytes = m.payload, m.payloadlen > 0 {
             Array(UnsafeRawBufferPointer(start: bytes, count: Int(m.payloadlen)))
         } else {
@@ -580,12 +685,32 @@ final class Connection: @unchecked Sendable {
         if handing.load(ordering: .relaxed) { handler(event) }
     }
 
-    private func didPublish(mid: Int32) {
-        let wanted = state.withLock { s in
+    private func didPublish(mid: Int32, reason: Int32) {
+        let (wanted, refusedTopic) = state.withLock { s in
             if s.collectAcks { s.ackedMids.append(mid) }
-            return s.collectAcks
+            let topic = s.awaitedPubacks.removeValue(forKey: mid)
+            if reason >= firstFailureCode, topic == nil, s.speaksV5 { s.earlyPubackRefusals[mid] = reason }
+            return (s.collectAcks, reason >= firstFailureCode ? topic : nil)
         }
         if wanted { acked.signal() }
+        if let refusedTopic { emit(.publishRefused(topic: refusedTopic, reason: Self.refusal(reason, v5: true))) }
+    }
+
+    private func didSubscribe(mid: Int32, granted: [Int32]) {
+        let filters = state.withLock { s in
+            let filters = s.awaitedSubacks.removeValue(forKey: mid)
+            if filters == nil { s.earlySubacks[mid] = granted }
+            return filters
+        }
+        if let filters { reportSubscriptions(filters, granted: granted) }
+    }
+
+    /// Says each filter the broker refused (a SUBACK code of 0x80 or more: most often its ACL).
+    private func reportSubscriptions(_ filters: [String], granted: [Int32]) {
+        let v5 = state.withLock { $0.speaksV5 }
+        for (filter, code) in zip(filters, granted) where code >= firstFailureCode {
+            emit(.subscriptionRefused(filter: filter, reason: Self.refusal(code, v5: v5)))
+        }
     }
 
     private func didLogError(_ text: String) {

@@ -30,6 +30,15 @@ public enum MQTTEvent: Sendable, Equatable {
     /// reported again until a connect succeeds.
     case disconnected(reason: String)
     case message(MQTTMessage)
+    /// The broker refused to subscribe `filter` (a SUBACK code of 0x80 or more: its ACL, most
+    /// often): no message of it will come. Said again after every connect that is refused again.
+    case subscriptionRefused(filter: String, reason: String)
+    /// Under MQTT 5, the broker answered a QoS 1 publish to `topic` with a failing PUBACK (not
+    /// authorized, ...): the message went nowhere. 3.1.1 has no way to say so.
+    case publishRefused(topic: String, reason: String)
+    /// A message larger than `MQTTOptions.maximumPayloadBytes` came (under 3.1.1, or from a broker
+    /// that ignores MQTT 5's Maximum Packet Size) and was left unread: only its size is kept.
+    case oversizedMessage(topic: String, bytes: Int)
 }
 
 /// The bounded buffer between libmosquitto's network thread and the async consumer.

@@ -7,9 +7,10 @@ import Musl
 
 /// The MQTT protocol version spoken to the broker.
 public enum ProtocolVersion: Sendable, Equatable {
-    /// MQTT 3.1.1: what every broker speaks; the default.
+    /// MQTT 3.1.1: what every broker speaks; the client's default.
     case v311
-    /// MQTT 5: adds reason codes on refusal and message properties such as message expiry.
+    /// MQTT 5: adds reason codes on refusal (CONNACK, SUBACK, PUBACK), message properties such as
+    /// message expiry, and CONNECT's Maximum Packet Size.
     case v5
 }
 
@@ -41,6 +42,11 @@ public struct TLSOptions: Sendable, Equatable {
     /// it makes the connection open to anyone on the path.
     public var insecure: Bool
 
+    /// What `check` and `run`'s start say of `insecure`: it is a choice to be reminded of, since
+    /// nothing else shows it once the connection works.
+    public static let insecureWarning =
+        "TLS to the broker without certificate or host name verification (mqtt.tls.insecure: true): anyone on the path can read and change the readings"
+
     /// Where Debian keeps the system's trusted CA certificates, hashed for OpenSSL's `capath`.
     public static let systemCAPath = "/etc/ssl/certs"
 
@@ -69,6 +75,13 @@ public struct MQTTOptions: Sendable {
     /// `nil` is plain TCP.
     public var tls: TLSOptions?
     public var protocolVersion: ProtocolVersion
+    /// Under MQTT 5: when the broker answers that it does not speak it (a 3.1.1-only broker), the
+    /// next connect speaks 3.1.1, for as long as the client runs.
+    public var fallsBackToV311: Bool
+    /// The largest payload taken: under MQTT 5 the broker is told the largest packet it may send
+    /// (`maximumPacketBytes`) and drops a larger message for us; under 3.1.1 a larger message is
+    /// reported as `.oversizedMessage` before any copy of ours. `nil`: no limit.
+    public var maximumPayloadBytes: Int?
     public var will: Will?
     /// Reconnect backoff in seconds: the first retry waits `min`, each failed one doubles it, up to
     /// `max`; the loss of a connection that lasted `max` seconds starts over from `min` (one lost
@@ -86,6 +99,8 @@ public struct MQTTOptions: Sendable {
         password: String? = nil,
         tls: TLSOptions? = nil,
         protocolVersion: ProtocolVersion = .v311,
+        fallsBackToV311: Bool = false,
+        maximumPayloadBytes: Int? = nil,
         will: Will? = nil,
         reconnectDelay: (min: Int, max: Int) = (min: 1, max: 15)
     ) {
@@ -97,6 +112,8 @@ public struct MQTTOptions: Sendable {
         self.password = password
         self.tls = tls
         self.protocolVersion = protocolVersion
+        self.fallsBackToV311 = fallsBackToV311
+        self.maximumPayloadBytes = maximumPayloadBytes
         self.will = will
         self.reconnectDelay = reconnectDelay
     }
@@ -116,6 +133,9 @@ public struct MQTTOptions: Sendable {
         if reconnectDelay.min < 1 || reconnectDelay.max < reconnectDelay.min || reconnectDelay.max > 86_400 {
             throw fail("reconnectDelay must satisfy 1 <= min <= max <= 86400 s (got \(reconnectDelay.min)...\(reconnectDelay.max))")
         }
+        if let bytes = maximumPayloadBytes, !(1...Self.largestPayloadBytes).contains(bytes) {
+            throw fail("maximumPayloadBytes \(bytes) must be 1...\(Self.largestPayloadBytes)")
+        }
         if let will { try Topic.validatePublish(will.topic, what: "will topic") }
         if let tls {
             if let ca = tls.caFile { try Self.requireReadable(ca, what: "tls caFile") }
@@ -128,6 +148,17 @@ public struct MQTTOptions: Sendable {
             }
         }
     }
+
+    /// MQTT's largest packet (its remaining length's limit, plus the fixed header's 5 bytes).
+    static let largestPacketBytes = 268_435_460
+    /// The most a PUBLISH holds besides its payload: fixed header (5), topic (2 + up to 65,535),
+    /// packet ID (2), properties (a broker adds little; 1 KiB is ample).
+    static let publishOverheadBytes = 5 + 2 + 65_535 + 2 + 1_024
+    static let largestPayloadBytes = largestPacketBytes - publishOverheadBytes
+
+    /// CONNECT's Maximum Packet Size for `maximumPayloadBytes`: the payload and the most a PUBLISH
+    /// adds to it, so no message within the limit is refused for its topic.
+    var maximumPacketBytes: Int? { maximumPayloadBytes.map { $0 + Self.publishOverheadBytes } }
 
     /// The wait before the next connect attempt after `failures` failed ones: `min` doubled per
     /// failure, capped at `max`, then a random point in its upper half (never more than `max`).
@@ -165,7 +196,7 @@ extension MQTTOptions: CustomStringConvertible, CustomReflectable {
             if let cert = tls.certFile { parts.append("cert=\(cert)") }
             if tls.insecure { parts.append("INSECURE (no certificate verification)") }
         }
-        parts.append(protocolVersion == .v5 ? "MQTT 5" : "MQTT 3.1.1")
+        parts.append(protocolVersion == .v5 ? (fallsBackToV311 ? "MQTT 5 (or 3.1.1)" : "MQTT 5") : "MQTT 3.1.1")
         return parts.joined(separator: " ")
     }
 

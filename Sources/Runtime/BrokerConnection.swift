@@ -54,8 +54,10 @@ final class BrokerConnection: Service {
         return sources + sinks.flatMap(\.subscriptions).filter { !sources.contains($0) }
     }
 
-    /// Starts the client, whose events come to `handle` from now on; at the stop, `offline`.
+    /// Starts the client, whose events come to `handle` from now on; at the stop, `offline`. An
+    /// insecure TLS connection is said once, here.
     func run() async throws {
+        if client.options.tls?.insecure == true { log.log(.warning, TLSOptions.insecureWarning) }
         do { try client.start { [self] event in handle(event) } } catch { throw RunFailure.mqttClient(error) }
         try await gracefulShutdown()
         client.stop(finalMessage: statusTopic.map { (topic: $0, payload: Array("offline".utf8), retain: true) })
@@ -75,8 +77,12 @@ final class BrokerConnection: Service {
                 bridge.receive(message, at: Date())
             }
         case .connected:
-            log.log(.info, "connected to \(address), subscribed to \(client.subscriptions.count) topics")
-            status.update { $0.broker = .connected }
+            // Subscribing: the broker's SUBACK says later whether it took every topic.
+            log.log(.info, "connected to \(address), subscribing to \(client.subscriptions.count) topics")
+            status.update {
+                $0.broker = .connected
+                $0.refusedTopics = []
+            }
             if let statusTopic { messages.publish(topic: statusTopic, payload: "online", qos: .atLeastOnce, retain: true) }
             // What the broker may have lost meanwhile: the widgets' content, the discovery.
             for sink in sinks { sink.connected() }
@@ -87,7 +93,19 @@ final class BrokerConnection: Service {
         case .disconnected(let reason):
             log.log(.warning, "broker connection: \(reason); reconnecting")
             status.update { $0.broker = .waiting(cause: client.lastError?.cause ?? reason) }
+        case .subscriptionRefused(let filter, let reason):
+            log.log(.error, Self.refusalText(filter: filter, reason: reason))
+            status.update { if !$0.refusedTopics.contains(filter) { $0.refusedTopics.append(filter) } }
+        case .publishRefused(let topic, let reason):
+            messages.refused(topic: topic, reason: reason)
+        case .oversizedMessage(let topic, let bytes):
+            messages.oversized(topic: topic, bytes: bytes, limit: client.options.maximumPayloadBytes ?? 0)
         }
+    }
+
+    /// What the log says of a subscription the broker refused: what `check --listen` says too.
+    package static func refusalText(filter: String, reason: String) -> String {
+        "the broker refused the subscription to '\(filter)': \(reason); nothing of it will come (is the broker's ACL for this user right?)"
     }
 
     /// A reloaded config's topics: what went is unsubscribed, what came is subscribed, and the

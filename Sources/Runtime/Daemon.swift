@@ -10,7 +10,7 @@ import Platform
 /// `flowbridge run`: the daemon. It subscribes to every source's topic, feeds the engine with the
 /// wall clock, ticks it every second (staleness, trailing pushes, midnight, state saves), and
 /// shuts down gracefully on SIGTERM/SIGINT: sinks flushed, state written, `offline` published,
-/// exit 0. A second signal exits at once. SIGHUP reloads the config; a broken one is reported and
+/// exit 0. A second signal exits at once (one within a second of the first is the same stop). SIGHUP reloads the config; a broken one is reported and
 /// the old one runs on. Its parts run as a `ServiceGroup` (see `services` for their order).
 package struct Daemon {
     let configPath: String
@@ -121,7 +121,8 @@ package struct Daemon {
             })
         }
         return [
-            SignalHandling(signals: signals, reload: reload.reload, stop: group.stop, status: status, log: log),
+            SignalHandling(
+                signals: signals, reload: reload.reload, stop: group.stop, status: status, statePath: dryRun ? nil : store.path, log: log),
             StartStopService(name: "systemd status", start: status.ready),
             connection,
             StartStopService(name: "state", stop: {

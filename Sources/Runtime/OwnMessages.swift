@@ -5,11 +5,15 @@ import Platform
 import Synchronization
 
 /// flowbridge's own messages on the broker (its status, Victron keepalives). A publish that fails
-/// is logged, once a minute per topic, never swallowed.
+/// is logged, once a minute per topic, never swallowed; so is one the broker refuses (an MQTT 5
+/// PUBACK: not authorized), whichever part of flowbridge published it, and a message too large to read.
 package final class OwnMessages: Sendable {
     let client: MQTTClient
     let log: Logger
     private let throttle = Mutex(LogThrottle())
+    /// Apart from `throttle`, which a publish that is handed over clears: the broker's refusal of
+    /// it comes later, and would be said every time.
+    private let refusals = Mutex(LogThrottle())
 
     package init(client: MQTTClient, log: Logger) {
         self.client = client
@@ -22,6 +26,22 @@ package final class OwnMessages: Sendable {
             throttle.withLock { $0.clear(topic) }
         } catch {
             if throttle.withLock({ $0.allows(topic, at: Date()) }) { log.log(.warning, "\(error)") }
+        }
+    }
+}
+
+extension OwnMessages {
+    /// The broker refused a publish to `topic` (MQTT 5 PUBACK): said once a minute per topic.
+    package func refused(topic: String, reason: String) {
+        if refusals.withLock({ $0.allows("publish \(topic)", at: Date()) }) {
+            log.log(.error, "the broker refused the publish to '\(topic)': \(reason); it goes nowhere (is the broker's ACL for this user right?)")
+        }
+    }
+
+    /// A message larger than any source takes: left unread, said once a minute per topic.
+    package func oversized(topic: String, bytes: Int, limit: Int) {
+        if refusals.withLock({ $0.allows("oversized \(topic)", at: Date()) }) {
+            log.log(.warning, "a message of \(bytes) bytes on '\(topic)' is larger than the largest max_payload (\(limit) bytes): not read")
         }
     }
 }

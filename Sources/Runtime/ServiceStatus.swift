@@ -20,6 +20,8 @@ struct ServiceStatus: Equatable {
     /// Sources that sent nothing at all within their grace after the subscription (a typo in a
     /// topic shows here), by name.
     var silentSources: [String] = []
+    /// Topic filters the broker refused to subscribe (its ACL) on this connection.
+    var refusedTopics: [String] = []
 
     init(address: String, sourceCount: Int) {
         self.address = address
@@ -33,7 +35,8 @@ struct ServiceStatus: Equatable {
         case .connected:
             let silent = silentSources.isEmpty
                 ? "" : "; \(silentSources.count) of \(counted(sourceCount, "source")) silent: \(silentSources.joined(separator: ", "))"
-            return "connected to \(address)\(silent)"
+            let refused = refusedTopics.isEmpty ? "" : "; subscription refused: \(refusedTopics.joined(separator: ", "))"
+            return "connected to \(address)\(refused)\(silent)"
         }
     }
 }

@@ -23,6 +23,8 @@ package struct TimedListen {
     package struct Outcome: Sendable {
         package var connected = false
         package var lastProblem: String?
+        /// Topic filters the broker refused to subscribe, with its reason.
+        package var refusedSubscriptions: [(filter: String, reason: String)] = []
     }
 
     /// Runs for `seconds`: `connected` after every (re)connect, `message` for each message, `tick`
@@ -51,6 +53,15 @@ package struct TimedListen {
                     case .disconnected(let reason):
                         outcome.lastProblem = client.lastError?.cause ?? reason
                         log.log(.warning, "broker connection: \(reason); retrying")
+                    case .subscriptionRefused(let filter, let reason):
+                        log.log(.error, BrokerConnection.refusalText(filter: filter, reason: reason))
+                        if !outcome.refusedSubscriptions.contains(where: { $0.filter == filter }) {
+                            outcome.refusedSubscriptions.append((filter, reason))
+                        }
+                    case .publishRefused(let topic, let reason):
+                        log.log(.warning, "the broker refused the publish to '\(topic)': \(reason)")
+                    case .oversizedMessage(let topic, let bytes):
+                        log.log(.warning, "a message of \(bytes) bytes on '\(topic)' is larger than the largest max_payload: not read")
                     }
                 }
                 return outcome

@@ -285,30 +285,6 @@ struct RunTests {
         await daemon.stop()
     }
 
-    /// While a graceful stop waits (here on a frozen broker, for the "offline" it publishes, up to
-    /// 1.5 s), a second signal ends it at once. The window is short on purpose: when a busy machine
-    /// lets the daemon finish its stop before the test sees it, the attempt proves nothing and is
-    /// made again, at most three times.
-    @Test func aSecondSignalExitsAtOnce() async throws {
-        for _ in 1...3 {
-            let broker = try await MosquittoBroker()
-            let daemon = try Daemon(broker: broker)
-            #expect(await daemon.waitFor("connected to"))
-            let brokerPID = try #require(broker.processIdentifier)
-            kill(brokerPID, SIGSTOP)
-            defer { kill(brokerPID, SIGCONT) }
-            daemon.process.send(SIGTERM)
-            #expect(await daemon.waitFor("stopping"))
-            guard daemon.process.isRunning else { continue }  // the stop ended before we looked
-            daemon.process.send(SIGTERM)
-            #expect(await daemon.process.waitForExit(timeout: .milliseconds(500)))
-            #expect(daemon.process.exitCode == 1)
-            #expect(daemon.text.contains("second signal 15: exiting at once"), "\(daemon.text)")
-            return
-        }
-        Issue.record("three stops ended before the second signal could be sent")
-    }
-
     /// The reader of standard output goes away: said once in the log, and the daemon runs on.
     @Test func aVanishedStdoutReaderIsReportedOnce() async throws {
         let broker = try await MosquittoBroker()
