@@ -11,7 +11,7 @@ import Testing
 @Suite struct ClockExcursionReplayTests {
     /// The flow's solar, grid and home totals at the end of a replay.
     static func totals(_ output: String) throws -> [Double] {
-        let final = try JSONValue(parsing: try #require(output.split(separator: "\n").last.map(String.init)))
+        let final = try finalDocument(output)
         let flow = try #require(final["content"]?["flow"])
         return [flow["inputs"]?.arrayValue?[0]["total"], flow["exchange"]?["total"], flow["output"]?["total"]].map { $0?.numberValue ?? -1 }
     }

@@ -66,7 +66,7 @@ import Testing
         let run = try runFlowbridge(["replay", "--config", config, "--final", trace])
         #expect(run.status == 0, "\(run.err)")
         #expect(run.err.contains("\(trace) line 2: longer than 16 MiB (\(huge.utf8.count) bytes); skipped"), "\(run.err)")
-        let final = try JSONValue(parsing: Array(try #require(run.out.split(separator: "\n").last).utf8))
+        let final = try finalDocument(run.out)
         #expect(final["content"]?["flow"]?["exchange"]?["rate"]?.numberValue == 200)
     }
 }

@@ -33,7 +33,7 @@ import Testing
         let plain = try runFlowbridge(["replay", "--config", Self.config, "--final", Self.trace])
         #expect(plain.out == run.out, "the NDJSON is the same with and without --svg")
 
-        let final = try JSONValue(parsing: try #require(run.out.split(separator: "\n").last(where: { $0.contains(#""content""#) }).map(String.init)))
+        let final = try finalDocument(run.out)
         let flow = try #require(final["content"]?["flow"])
         let picture = try read("\(pictures)/power.svg")
         #expect(picture.hasPrefix("<svg xmlns=\"http://www.w3.org/2000/svg\""))

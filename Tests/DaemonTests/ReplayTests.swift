@@ -151,7 +151,7 @@ import Testing
         #expect(secondHalf.status == 0, "\(secondHalf.err)")
 
         func totals(_ output: String) throws -> [Double] {
-            let final = try JSONValue(parsing: try #require(output.split(separator: "\n").last(where: { $0.contains(#""content""#) }).map(String.init)))
+            let final = try finalDocument(output)
             let flow = try #require(final["content"]?["flow"])
             return [flow["inputs"]?.arrayValue?[0]["total"], flow["exchange"]?["total"], flow["output"]?["total"]].map { $0?.numberValue ?? -1 }
         }
@@ -225,7 +225,7 @@ import Testing
         let run = try runFlowbridge(["replay", "--config", config, "--state", statePath, "--final", trace])
         #expect(run.status == 0, "\(run.err)")
         #expect(run.err.contains(warning), "\(run.err)")
-        let final = try JSONValue(parsing: String(try #require(run.out.split(separator: "\n").last(where: { $0.contains(#""content""#) }))))
+        let final = try finalDocument(run.out)
         let solarTotal = try #require(final["content"]?["flow"]?["inputs"]?.arrayValue?.first?["total"]?.numberValue)
         // Where the day itself was readable, its good totals were kept.
         let setAside = !warning.contains("is damaged")

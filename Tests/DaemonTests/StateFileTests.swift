@@ -37,7 +37,7 @@ import Testing
         let run = try runFlowbridge(["replay", "--config", config, "--state", state, "--final", try folder.write("t.ndjson", Self.trace[..<2].joined(separator: "\n"))])
         #expect(run.status == 0, "\(run.err)")
         #expect(run.err.contains("continuing the day 2026-06-01"), "\(run.err)")
-        let final = try JSONValue(parsing: String(try #require(run.out.split(separator: "\n").last(where: { $0.contains(#""content""#) }))))
+        let final = try finalDocument(run.out)
         #expect(final["content"]?["flow"]?["inputs"]?.arrayValue?.first?["total"] == 2.5)
         #expect(try String(contentsOfFile: state, encoding: .utf8).hasPrefix(#"{"format":"flowbridge-state","#))
     }

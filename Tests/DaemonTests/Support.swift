@@ -6,6 +6,7 @@ import Runtime
 import FlowCore
 import Foundation
 import TestSupport
+import Testing
 
 /// Paths inside the repository: a clone alone has everything a test reads.
 enum Repository {
@@ -94,6 +95,12 @@ final class TemporaryFolder {
 }
 
 /// A trace line.
+/// The last `{"content": …, "widget": …}` line of `replay --final`'s output: the document the widget
+/// would show. The accounts lines that follow it are not documents.
+func finalDocument(_ output: String) throws -> JSONValue {
+    try JSONValue(parsing: String(try #require(output.split(separator: "\n").last(where: { $0.contains(#""content""#) }))))
+}
+
 func traceLine(_ time: String, _ topic: String, _ payload: String) -> String {
     TraceMessage(at: RFC3339.parse(time)!, topic: topic, payload: Array(payload.utf8)).line
 }

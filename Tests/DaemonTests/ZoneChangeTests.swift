@@ -34,7 +34,7 @@ import Testing
         let run = try runFlowbridge(["replay", "--config", elsewhere, "--state", state, "--final", next], environment: environment)
         #expect(run.status == 0, "\(run.err)")
         #expect(!run.err.contains("cannot be used"), "\(run.err)")
-        let final = try JSONValue(parsing: String(try #require(run.out.split(separator: "\n").last)))
+        let final = try finalDocument(run.out)
         return (run.err, try #require(final["content"]?["flow"]?["inputs"]?.arrayValue?.first?["total"]?.numberValue))
     }
 
