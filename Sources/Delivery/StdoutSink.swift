@@ -11,18 +11,23 @@ import Synchronization
 public final class StdoutSink: Sink {
     public let name = "stdout"
     private let outbox: Outbox
+    /// Each flow widget's accounts as they last came (`run --summary` says them under the push).
+    private let accounts: LatestAccounts
 
     /// - Parameters:
     ///   - fd: where the lines go (1).
     ///   - zone: the local time of each line's `t`.
     ///   - capacity: pushes that may wait for a slow reader before they coalesce.
-    ///   - summary: a line a person reads, written under each push's line (`run --summary`).
+    ///   - summary: a line a person reads, written under each push's line (`run --summary`),
+    ///     followed by the day's accounts of a flow widget as the engine last handed them over.
     ///   - log: where the sink reports that it fell behind or lost its reader.
     public init(
         fd: Int32 = 1, zone: any LocalTimeZone, capacity: Int = 1024, summary: (@Sendable (OutgoingPush) -> String)? = nil,
         log: @escaping @Sendable (Diagnostic) -> Void
     ) {
         let failed = OnceFlag()
+        let accounts = LatestAccounts()
+        self.accounts = accounts
         outbox = Outbox(
             label: "stdout", capacity: capacity,
             deliver: { pushes in
@@ -37,6 +42,10 @@ public final class StdoutSink: Sink {
                     bytes.append(0x0A)
                     if let summary {
                         bytes.append(contentsOf: summary(push).utf8)
+                        if let known = accounts.latest.withLock({ $0[push.widget] }) {
+                            let balance = AccountBalance(accountsKWh: FlowEngine.summed(known.accountsKWh))
+                            bytes.append(contentsOf: "; day so far: \(balance.sides)".utf8)
+                        }
                         bytes.append(0x0A)
                     }
                 }
@@ -50,6 +59,9 @@ public final class StdoutSink: Sink {
     }
 
     public func take(_ push: WidgetPush) { outbox.offer(push) }
+
+    /// Kept for the summary; the NDJSON lines carry the widget's document only.
+    public func take(accounts: WidgetAccounts) { self.accounts.latest.withLock { $0[accounts.widget] = accounts } }
 
     @discardableResult
     public func stop(timeout: Duration) -> Bool { outbox.stop(timeout: timeout) }
@@ -73,6 +85,11 @@ public enum PushLine {
         JSONValue.string(widget).write(to: &out)
         out.append(UInt8(ascii: "}"))
     }
+}
+
+/// The accounts of each flow widget as the engine last handed them over, by widget.
+final class LatestAccounts: Sendable {
+    let latest = Mutex<[String: WidgetAccounts]>([:])
 }
 
 /// True the first time it is asked, false after: for things said once.

@@ -26,7 +26,7 @@ extension FlowEngine {
         Dictionary(uniqueKeysWithValues: widget.nodes.map { ($0.place, $0.accountsKWh) })
     }
 
-    static func summed(_ accounts: NodeAccounts) -> [EnergyAccount: Double] {
+    public static func summed(_ accounts: NodeAccounts) -> [EnergyAccount: Double] {
         accounts.values.reduce(into: [:]) { sum, node in
             for (account, energy) in node { sum[account, default: 0] += energy }
         }

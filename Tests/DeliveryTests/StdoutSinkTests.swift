@@ -1,0 +1,47 @@
+@testable import Delivery
+import FlowCore
+import FoundationEssentials
+import Glibc
+import Testing
+
+/// Standard output with `run --summary`: under each push's line, the widget in words and the day's
+/// accounts as the engine last handed them over.
+@Suite struct StdoutSinkTests {
+    /// What the sink wrote to a pipe, once it has stopped.
+    static func written(_ feed: (StdoutSink) -> Void) throws -> [String] {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        let sink = StdoutSink(fd: ends[1], zone: FixedOffsetZone(), summary: { "summary of \($0.widget)" }, log: { _ in })
+        feed(sink)
+        #expect(sink.stop(timeout: .seconds(10)))
+        close(ends[1])
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while case let count = read(ends[0], &buffer, buffer.count), count > 0 { bytes += buffer[..<count] }
+        close(ends[0])
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    @Test func theSummarySaysTheDaysAccountsAsLastHandedOver() throws {
+        let push = OutboxTests.pushes([1000])[0]
+        // Solar 3.5 + Grid import 0.25 + Battery discharge 0.1 = 3.85 kWh in;
+        // Home 3 + Grid export 0.6 + Battery charge 0.25 = 3.85 kWh out.
+        let accounts = WidgetAccounts(widget: "power", at: push.at, accountsKWh: [
+            .input(0): [.production: 3.5], .output: [.consumption: 3],
+            .exchange: [.imported: 0.25, .exported: 0.6], .storage: [.charged: 0.25, .discharged: 0.1],
+        ])
+        let lines = try Self.written { sink in
+            sink.take(accounts: accounts)
+            sink.take(push)
+        }
+        #expect(lines.count == 2, "\(lines)")
+        #expect(lines.last == "summary of power; day so far: production 3.5 + import 0.25 + discharge 0.1 = 3.85 kWh in, consumption 3 + export 0.6 + charge 0.25 = 3.85 kWh out", "\(lines)")
+    }
+
+    /// Before the engine handed over any accounts (the first push of a start), the summary is the
+    /// widget alone: no made-up day.
+    @Test func noAccountsYetNoAccountsSaid() throws {
+        let lines = try Self.written { $0.take(OutboxTests.pushes([1000])[0]) }
+        #expect(lines.last == "summary of power", "\(lines)")
+    }
+}
