@@ -9,24 +9,29 @@ import FoundationEssentials
 /// - **At once:** what cannot be rebuilt from the next readings: a new day (the totals restart),
 ///   a counter's baseline and what it carries (the first reading of the day, a reset or a
 ///   restart at sunrise found as a drop, a recount), a reload, and the stop (`Bridge.flush`).
-/// - **Within a minute:** everything else that changed: the integrated totals (the only energy
-///   a power cut can lose, so it loses at most a minute of it), a counter total's latest reading
+/// - **Within a minute:** an integrated total that moved: the only energy a power cut can lose,
+///   so it loses at most a minute of it.
+/// - **Within ten minutes:** everything else that changed: a counter total's latest reading
 ///   (rebuilt exactly from the device's next reading on the restored baseline, so only its
 ///   display waits), the last readings and what the sinks keep.
 ///
-/// A steady home thus saves once a minute: 1,440 saves and 2,880 fsyncs a day at most, some
-/// 8 MB of block writes with a few kB of state (it was every 5 s: 17,280 saves, 34,560 fsyncs).
-/// A threshold on energy (save when a total moved by 0.01 kWh) would save *more* often the more
-/// power flows (every 12 s at 3 kW) and buy nothing a minute's bound does not already give.
+/// A home whose totals all come from counters thus saves every ten minutes (and at sunrise and
+/// midnight); one that integrates saves once a minute while power flows: at most 1,464 saves
+/// and 2,928 fsyncs a day (it was every 5 s: 17,280 saves, 34,560 fsyncs). A threshold on
+/// energy (save when a total moved by 0.01 kWh) would save *more* often the more power flows
+/// (every 12 s at 3 kW) and buy nothing a minute's bound does not already give.
 ///
 /// A pure state machine: the Bridge tells it what happened and asks at every tick.
 struct SavePolicy: Sendable {
-    /// What must be saved the moment it changes: the day and every counter total's baseline.
+    /// What decides how soon a save is due: the day and every counter total's baseline (at
+    /// once), and the integrated energy (within a minute).
     struct Anchors: Equatable, Sendable {
         var day: String?
         /// Per total (`widget/place`): the counter's bookkeeping that its next reading does not
         /// restore. Integrating totals have none.
         var baselines: [String: JSONValue]
+        /// Per integrating total: its energy so far (kWh).
+        var integratedKWh: [String: Double] = [:]
 
         /// The counter fields that cannot be rebuilt: `last` and `counter_t` are the latest reading,
         /// and `kwh` follows from them; the baseline, the carried energy and a pending or assumed
@@ -37,17 +42,28 @@ struct SavePolicy: Sendable {
         init(of snapshot: JSONValue) {
             day = snapshot["day"]?.stringValue
             var baselines: [String: JSONValue] = [:]
+            var integratedKWh: [String: Double] = [:]
             for (name, total) in snapshot["totals"]?.objectValue ?? [:] {
                 guard let members = total.objectValue else { continue }
                 let kept = members.filter { Self.baselineKeys.contains($0.key) }
-                if !kept.isEmpty { baselines[name] = .object(kept) }
+                if !kept.isEmpty {
+                    baselines[name] = .object(kept)
+                } else if let kWh = members["kwh"]?.numberValue {
+                    integratedKWh[name] = kWh
+                }
             }
             self.baselines = baselines
+            self.integratedKWh = integratedKWh
         }
+
+        /// Whether the day or a baseline differs: a save due at once.
+        func moved(from saved: Anchors?) -> Bool { day != saved?.day || baselines != saved?.baselines }
     }
 
-    /// The longest a change waits to be written.
+    /// The longest an integrated total's energy waits to be written.
     static let maxUnsavedSeconds = 60.0
+    /// The longest any other change waits.
+    static let maxUnsavedRestSeconds = 600.0
 
     /// How often the Bridge asks: a save is due at the last tick that keeps a change's wait within
     /// `maxUnsavedSeconds`.
@@ -79,9 +95,10 @@ struct SavePolicy: Sendable {
     mutating func shouldSave(at now: Date, anchors: () -> Anchors) -> Bool {
         guard changed else { return false }
         let current = anchors()
+        let wait = current.integratedKWh != savedAnchors?.integratedKWh ? Self.maxUnsavedSeconds : Self.maxUnsavedRestSeconds
         let due =
-            urgent || current != savedAnchors
-            || savedAt.map { now.timeIntervalSince($0) > Self.maxUnsavedSeconds - tickSeconds || now < $0 } ?? true
+            urgent || current.moved(from: savedAnchors)
+            || savedAt.map { now.timeIntervalSince($0) > wait - tickSeconds || now < $0 } ?? true
         guard due else { return false }
         saved(current, at: now)
         return true
@@ -95,7 +112,8 @@ struct SavePolicy: Sendable {
         urgent = false
     }
 
-    /// The save could not be written: its changes are due again, a minute after the try (a failing
-    /// disk is not hammered every second), unless something urgent happens meanwhile.
+    /// The save could not be written: its changes are due again, ten minutes after the try (a
+    /// failing disk is not hammered every second), sooner when something urgent happens or an
+    /// integrated total moves meanwhile.
     mutating func saveFailed() { changed = true }
 }

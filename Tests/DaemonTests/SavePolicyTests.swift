@@ -13,9 +13,9 @@ import Testing
     static let start = Date(timeIntervalSince1970: 1_780_000_000)
 
     /// An hour of one-second ticks with a change every `changeEvery` seconds (0: none after the
-    /// first); a baseline (a new anchor) at each second listed in `baselineAt`, a reload at each in
+    /// first), which moves an integrated total when `integrating`; a baseline (a new anchor) at each second listed in `baselineAt`, a reload at each in
     /// `reloadAt`. The saves it takes, and the longest a change waited for one.
-    static func hour(changeEvery: Int, baselineAt: Set<Int> = [], reloadAt: Set<Int> = []) -> (saves: [Int], longestWait: Int) {
+    static func hour(changeEvery: Int, integrating: Bool, baselineAt: Set<Int> = [], reloadAt: Set<Int> = []) -> (saves: [Int], longestWait: Int) {
         var policy = SavePolicy()
         var anchors = SavePolicy.Anchors(of: ["day": "2026-06-01", "totals": [:]])
         var saves: [Int] = []
@@ -23,6 +23,7 @@ import Testing
         var longestWait = 0
         for second in 0..<3600 {
             if second == 0 || (changeEvery > 0 && second % changeEvery == 0) {
+                if integrating { anchors.integratedKWh["w/inputs[0]"] = Double(second) / 1000 }
                 policy.noteChange()
                 unsavedSince = unsavedSince ?? second
             }
@@ -45,24 +46,30 @@ import Testing
         return (saves, longestWait)
     }
 
-    static let hours: [(name: String, changeEvery: Int, baselineAt: Set<Int>, reloadAt: Set<Int>, saves: Int, firstSaves: [Int])] = [
-        // A steady home (a reading every 5 s, as the old policy saved): the first change, then once a minute.
-        ("steady", 5, [], [], 60, [0, 60, 120]),
-        ("a reading every second", 1, [], [], 60, [0, 60, 120]),
+    typealias Hour = (name: String, changeEvery: Int, integrating: Bool, baselineAt: Set<Int>, reloadAt: Set<Int>, saves: Int, firstSaves: [Int])
+    static let hours: [Hour] = [
+        // A steady home that integrates (a reading every 5 s, as the old policy saved): the first
+        // change, then once a minute.
+        ("integrating", 5, true, [], [], 60, [0, 60, 120]),
+        ("a reading every second", 1, true, [], [], 60, [0, 60, 120]),
+        // Counter totals only: their rises wait ten minutes.
+        ("counters", 5, false, [], [], 6, [0, 600, 1200]),
         // Quiet after the first reading: one save.
-        ("quiet", 0, [], [], 1, [0]),
+        ("quiet", 0, true, [], [], 1, [0]),
         // A counter's baseline moved (a recount, a restart at sunrise): saved at the tick it moved,
-        // and the minute counts from there.
-        ("a recount", 5, [90], [], 61, [0, 60, 90, 150]),
-        ("a reload", 5, [], [1000], 61, [0, 60, 120]),
+        // and the wait counts from there.
+        ("a recount", 5, true, [90], [], 61, [0, 60, 90, 150]),
+        ("a recount, counters", 5, false, [90], [], 7, [0, 90, 690]),
+        ("a reload", 5, true, [], [1000], 61, [0, 60, 120]),
     ]
 
     @Test(arguments: hours)
-    func savesOverASimulatedHour(_ row: (name: String, changeEvery: Int, baselineAt: Set<Int>, reloadAt: Set<Int>, saves: Int, firstSaves: [Int])) {
-        let (saves, longestWait) = Self.hour(changeEvery: row.changeEvery, baselineAt: row.baselineAt, reloadAt: row.reloadAt)
+    func savesOverASimulatedHour(_ row: Hour) {
+        let (saves, longestWait) = Self.hour(
+            changeEvery: row.changeEvery, integrating: row.integrating, baselineAt: row.baselineAt, reloadAt: row.reloadAt)
         #expect(saves.count == row.saves, "\(row.name): \(saves)")
         #expect(Array(saves.prefix(row.firstSaves.count)) == row.firstSaves, "\(row.name)")
-        #expect(longestWait <= 60, "\(row.name): a change waited \(longestWait) s")
+        #expect(longestWait <= (row.integrating ? 60 : 600), "\(row.name): a change waited \(longestWait) s")
         for second in row.baselineAt.union(row.reloadAt) { #expect(saves.contains(second), "\(row.name): not saved at \(second)") }
         // A day at this pace stays within the budget of 3,000 fsyncs (two a save).
         #expect(saves.count * 24 * 2 <= 3000, "\(row.name)")
@@ -87,6 +94,7 @@ import Testing
         let first = read("m", "100", at: 0)
         #expect(first.day == "2026-06-01")
         #expect(first.baselines.keys.sorted() == ["w/exchange"])  // the integrating input has none
+        #expect(first.integratedKWh == ["w/inputs[0]": 0])
         #expect(read("s", "3000", at: 5) == first)
         #expect(read("m", "100.001", at: 10) == first)  // a rise: rebuilt from the next reading
         #expect(read("m", "100.1", at: 600) == first)

@@ -14,6 +14,7 @@ struct StateSaveKillTests {
 
     static func config(port: Int, state: String) -> String {
         """
+        timezone: UTC
         mqtt: {host: 127.0.0.1, port: \(port), client_id: flowbridge-kill}
         state_file: \(state)
         output: {stdout: true}
