@@ -37,6 +37,11 @@ first document and the end its last reading; the soak fails when the second proc
 for most of the day, some 50,000 messages and 150 pushes) grows by more than SOAK_RSS_GROWTH_KB
 (default 2048 kB, some 40 bytes a message) between them. A healthy run grows by well under 100 kB.
 
+Writes: the second process's block writes (`write_bytes` of /proc/PID/io: the state saves, and
+its log, which goes to a file here) over its life, said per day of the wall clock, which is what
+the state saves follow (once a minute while the day changes, at once at a reset or a reload), so
+the soak's speed does not change it. The soak fails beyond SOAK_WRITES_MB_PER_DAY (default 20 MB).
+
 Exit status: 0 when everything matched; 1 on a mismatch, a fault that never took effect, memory
 growth beyond the bound, or a daemon that did not start or stop cleanly.
 """
@@ -58,6 +63,7 @@ CYCLE = os.environ.get("SOAK_CYCLE", "10")
 DATE = os.environ.get("SOAK_DATE", "2026-06-21")
 SEED = os.environ.get("SOAK_SEED", "1")
 RSS_GROWTH_KB = int(os.environ.get("SOAK_RSS_GROWTH_KB", "2048"))
+WRITES_MB_PER_DAY = float(os.environ.get("SOAK_WRITES_MB_PER_DAY", "20"))
 TOTAL_TOLERANCE_KWH = 0.01
 TOKEN = "soak-token"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -141,12 +147,13 @@ class StandIn:
 
 
 class Daemon:
-    """flowbridge run, its log in a file, its RSS sampled every second."""
+    """flowbridge run, its log in a file, its RSS and block writes sampled every second."""
 
     def __init__(self, executable, config, log_path):
         self.executable, self.config, self.log_path = executable, config, log_path
         self.process = None
         self.samples = []  # (time, rss kB, process number)
+        self.writes = []  # (time, write_bytes, process number)
         self.generation = 0
         self.sampling = True
         threading.Thread(target=self.sample, daemon=True).start()
@@ -181,6 +188,15 @@ class Daemon:
         except (OSError, AttributeError):
             return None
 
+    def write_bytes(self):
+        try:
+            with open(f"/proc/{self.process.pid}/io") as io:
+                for line in io:
+                    if line.startswith("write_bytes:"):
+                        return int(line.split()[1])
+        except (OSError, AttributeError):
+            return None
+
     def cpu_seconds(self):
         try:
             with open(f"/proc/{self.process.pid}/stat") as stat:
@@ -195,6 +211,9 @@ class Daemon:
                 rss = self.rss_kb()
                 if rss is not None:
                     self.samples.append((time.time(), rss, self.generation))
+                written = self.write_bytes()
+                if written is not None:
+                    self.writes.append((time.time(), written, self.generation))
             time.sleep(1)
 
 
@@ -496,6 +515,17 @@ def main():
                     failures.append(f"memory: RSS grew by {growth} kB (bound {RSS_GROWTH_KB} kB)")
             print(f"  memory {generation}:  pid {pids.get(generation)}: RSS {start} kB at start, {end} kB at the end, "
                   f"peak {peak} kB, {len(samples)} s sampled; growth {growth:+d} kB {verdict}".rstrip())
+        writes = [(at, written) for at, written, g in daemon.writes if g == 2]
+        if len(writes) < 2 or writes[-1][0] - writes[0][0] < 60:
+            failures.append("writes: too few /proc/PID/io samples of process 2")
+        else:
+            seconds, written = writes[-1][0] - writes[0][0], writes[-1][1] - writes[0][1]
+            per_day_mb = written / seconds * 86400 / 1e6
+            verdict = "ok" if per_day_mb <= WRITES_MB_PER_DAY else "EXCEEDED"
+            print(f"  writes 2:  {written} bytes of block writes in {seconds:.0f} s: {per_day_mb:.1f} MB a day "
+                  f"(bound {WRITES_MB_PER_DAY:g} MB) {verdict}")
+            if per_day_mb > WRITES_MB_PER_DAY:
+                failures.append(f"writes: {per_day_mb:.1f} MB a day (bound {WRITES_MB_PER_DAY:g} MB)")
         print()
         if failures:
             print("soak: FAILED")

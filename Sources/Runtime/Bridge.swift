@@ -23,8 +23,8 @@ final class Bridge: Sendable {
         var zone: any LocalTimeZone
         /// Per widget: how many pushes went out (see `WidgetPush.sequence`).
         var sequences: [String: UInt64] = [:]
-        var lastSave: Date?
-        var dirty = false
+        /// When the state is next worth writing.
+        var saves = SavePolicy()
         /// The wall clock and the monotonic clock at the last event: a wall clock that moved
         /// differently from the monotonic one since then was stepped (NTP, a person).
         var lastEvent: (wall: Date, monotonic: ContinuousClock.Instant)?
@@ -77,7 +77,7 @@ final class Bridge: Sendable {
             let outputs = state.engine.receive(
                 topic: message.topic, payload: message.payload, at: now,
                 retained: message.retained && message.messageExpirySeconds == nil)
-            state.dirty = true
+            state.saves.noteChange()
             dispatch(outputs, &state)
         }
     }
@@ -87,16 +87,24 @@ final class Bridge: Sendable {
         state.withLock { state in dispatch(state.engine.subscribed(at: now), &state) }
     }
 
-    /// Lets time pass: deadlines, and a save of the state at most every `saveInterval`. A wall
+    /// Lets time pass: deadlines, and a save of the state when `SavePolicy` finds one due. A wall
     /// clock that stepped since the last event (against `monotonic`) is told to the engine first.
-    func tick(at now: Date, monotonic: ContinuousClock.Instant = .now, saveInterval: Double = 5) {
+    func tick(at now: Date, monotonic: ContinuousClock.Instant = .now) {
         let snapshot = state.withLock { state -> JSONValue? in
             noteClock(now, monotonic, &state)
+            let day = state.engine.day
             dispatch(state.engine.tick(through: now), &state)
-            guard store != nil, state.dirty, state.lastSave.map({ now.timeIntervalSince($0) >= saveInterval || now < $0 }) ?? true else {
-                return nil
+            if state.engine.day != day { state.saves.noteChange() }  // midnight passed in the quiet
+            guard store != nil else { return nil }
+            var taken: JSONValue?
+            var saves = state.saves
+            let due = saves.shouldSave(at: now) {
+                let snapshot = self.snapshot(of: state)
+                taken = snapshot
+                return SavePolicy.Anchors(of: snapshot)
             }
-            return takeSnapshot(&state, at: now)
+            state.saves = saves
+            return due ? taken : nil
         }
         if let snapshot { write(snapshot, at: now) }
     }
@@ -112,6 +120,7 @@ final class Bridge: Sendable {
             engine.adoptDeliveries(from: state.engine)
             state.engine = engine
             state.config = config
+            state.saves.noteReload()
             return leftOut
         }
     }
@@ -121,7 +130,12 @@ final class Bridge: Sendable {
     @discardableResult
     func flush(at now: Date) -> Bool {
         guard store != nil else { return true }
-        return write(state.withLock { takeSnapshot(&$0, at: now) }, at: now)
+        let snapshot = state.withLock { state in
+            let snapshot = self.snapshot(of: state)
+            state.saves.saved(SavePolicy.Anchors(of: snapshot), at: now)
+            return snapshot
+        }
+        return write(snapshot, at: now)
     }
 
     /// Compares the wall clock's progress since the last event with the monotonic clock's: a
@@ -130,7 +144,10 @@ final class Bridge: Sendable {
     private func noteClock(_ now: Date, _ monotonic: ContinuousClock.Instant, _ state: inout State) {
         if let last = state.lastEvent {
             let step = now.timeIntervalSince(last.wall) - last.monotonic.duration(to: monotonic) / .seconds(1)
-            if abs(step) > Self.clockStepSeconds { dispatch(state.engine.clockStepped(by: step, at: now), &state) }
+            if abs(step) > Self.clockStepSeconds {
+                dispatch(state.engine.clockStepped(by: step, at: now), &state)
+                state.saves.noteChange()
+            }
         }
         state.lastEvent = (now, monotonic)
     }
@@ -156,9 +173,7 @@ final class Bridge: Sendable {
     }
 
     /// The state file's content: the engine's day and what each sink keeps.
-    private func takeSnapshot(_ state: inout State, at now: Date) -> JSONValue {
-        state.lastSave = now
-        state.dirty = false
+    private func snapshot(of state: State) -> JSONValue {
         var snapshot = state.engine.snapshot()
         let kept = sinks.compactMap { sink in sink.savedState.map { (sink.name, $0) } }
         if !kept.isEmpty, case .object(var members) = snapshot {
@@ -181,8 +196,8 @@ final class Bridge: Sendable {
                 if throttle.allows("state", at: now) {
                     log.log(.error, "cannot write the state: \(error)")
                 }
-                // Not written: the next tick tries again.
-                state.withLock { $0.dirty = true }
+                // Not written: due again (see `SavePolicy.saveFailed`).
+                state.withLock { $0.saves.saveFailed() }
                 return false
             }
         }

@@ -340,7 +340,8 @@ struct RunTests {
         func savedGrid() -> JSONValue? {
             (try? Data(contentsOf: URL(fileURLWithPath: state))).flatMap { try? JSONValue(parsing: Array($0)) }?["readings"]?["grid"]?["value"]
         }
-        #expect(await eventually { savedGrid() == 4242 }, "\(log())")
+        // A reading is saved within a minute (see `SavePolicy`).
+        #expect(await eventually(timeout: .seconds(90)) { savedGrid() == 4242 }, "\(log())")
         process.send(SIGTERM)
         #expect(await process.waitForExit(timeout: .seconds(2)), "\(log())")
         #expect(process.exitCode == 0)

@@ -1,0 +1,146 @@
+@testable import Configuration
+@testable import Persistence
+@testable import Platform
+@testable import Runtime
+import FlowCore
+import Foundation
+import Mosquitto
+import Testing
+
+/// When the state is written: at once for what cannot be rebuilt, within a minute for the rest,
+/// never when nothing changed. Counted over simulated hours, on a clock the test moves.
+@Suite struct SavePolicyTests {
+    static let start = Date(timeIntervalSince1970: 1_780_000_000)
+
+    /// An hour of one-second ticks with a change every `changeEvery` seconds (0: none after the
+    /// first), which moves an integrated total when `integrating`; a baseline (a new anchor) at each second listed in `baselineAt`, a reload at each in
+    /// `reloadAt`. The saves it takes, and the longest a change waited for one.
+    static func hour(changeEvery: Int, integrating: Bool, baselineAt: Set<Int> = [], reloadAt: Set<Int> = []) -> (saves: [Int], longestWait: Int) {
+        var policy = SavePolicy()
+        var anchors = SavePolicy.Anchors(of: ["day": "2026-06-01", "totals": [:]])
+        var saves: [Int] = []
+        var unsavedSince: Int?
+        var longestWait = 0
+        for second in 0..<3600 {
+            if second == 0 || (changeEvery > 0 && second % changeEvery == 0) {
+                if integrating { anchors.integratedKWh["w/inputs[0]"] = Double(second) / 1000 }
+                policy.noteChange()
+                unsavedSince = unsavedSince ?? second
+            }
+            if baselineAt.contains(second) {
+                anchors.baselines["w/exchange", default: ["baseline": 0]] = ["baseline": .number(Double(second))]
+                policy.noteChange()
+                unsavedSince = unsavedSince ?? second
+            }
+            if reloadAt.contains(second) {
+                policy.noteReload()
+                unsavedSince = unsavedSince ?? second
+            }
+            if policy.shouldSave(at: start.addingTimeInterval(Double(second)), anchors: { anchors }) {
+                saves.append(second)
+                unsavedSince.map { longestWait = max(longestWait, second - $0) }
+                unsavedSince = nil
+            }
+            if let since = unsavedSince { longestWait = max(longestWait, second - since) }
+        }
+        return (saves, longestWait)
+    }
+
+    typealias Hour = (name: String, changeEvery: Int, integrating: Bool, baselineAt: Set<Int>, reloadAt: Set<Int>, saves: Int, firstSaves: [Int])
+    static let hours: [Hour] = [
+        // A steady home that integrates (a reading every 5 s, as the old policy saved): the first
+        // change, then once a minute.
+        ("integrating", 5, true, [], [], 60, [0, 60, 120]),
+        ("a reading every second", 1, true, [], [], 60, [0, 60, 120]),
+        // Counter totals only: their rises wait ten minutes.
+        ("counters", 5, false, [], [], 6, [0, 600, 1200]),
+        // Quiet after the first reading: one save.
+        ("quiet", 0, true, [], [], 1, [0]),
+        // A counter's baseline moved (a recount, a restart at sunrise): saved at the tick it moved,
+        // and the wait counts from there.
+        ("a recount", 5, true, [90], [], 61, [0, 60, 90, 150]),
+        ("a recount, counters", 5, false, [90], [], 7, [0, 90, 690]),
+        ("a reload", 5, true, [], [1000], 61, [0, 60, 120]),
+    ]
+
+    @Test(arguments: hours)
+    func savesOverASimulatedHour(_ row: Hour) {
+        let (saves, longestWait) = Self.hour(
+            changeEvery: row.changeEvery, integrating: row.integrating, baselineAt: row.baselineAt, reloadAt: row.reloadAt)
+        #expect(saves.count == row.saves, "\(row.name): \(saves)")
+        #expect(Array(saves.prefix(row.firstSaves.count)) == row.firstSaves, "\(row.name)")
+        #expect(longestWait <= (row.integrating ? 60 : 600), "\(row.name): a change waited \(longestWait) s")
+        for second in row.baselineAt.union(row.reloadAt) { #expect(saves.contains(second), "\(row.name): not saved at \(second)") }
+        // A day at this pace stays within the budget of 3,000 fsyncs (two a save).
+        #expect(saves.count * 24 * 2 <= 3000, "\(row.name)")
+    }
+
+    /// The anchors of real engine snapshots: a counter's baseline and carried energy, not its
+    /// latest reading; the day (its change is the Bridge test's midnight); nothing for an
+    /// integrating total.
+    @Test func anchorsAreTheDayAndTheCountersBaselines() throws {
+        let zone = try #require(SystemTimeZone(identifier: "UTC"))
+        let config = try DaemonConfig.parse("""
+            timezone: UTC
+            sources: {grid: {topic: g}, meter: {topic: m, unit: kWh}, solar: {topic: s}}
+            widgets: {w: {template: flow, flow: {inputs: [{rate: solar, total: integrate}], exchange: {rate: grid, total: {counter: meter}}}}}
+            """, file: "c.yaml")
+        var engine = FlowEngine(config: config.flow, zone: zone)
+        let noon = try #require(RFC3339.parse("2026-06-01T12:00:00Z"))
+        func read(_ topic: String, _ value: String, at seconds: Double) -> SavePolicy.Anchors {
+            _ = engine.receive(topic: topic, payload: Array(value.utf8), at: noon.addingTimeInterval(seconds))
+            return SavePolicy.Anchors(of: engine.snapshot())
+        }
+        let first = read("m", "100", at: 0)
+        #expect(first.day == "2026-06-01")
+        #expect(first.baselines.keys.sorted() == ["w/exchange"])  // the integrating input has none
+        #expect(first.integratedKWh == ["w/inputs[0]": 0])
+        #expect(read("s", "3000", at: 5) == first)
+        #expect(read("m", "100.001", at: 10) == first)  // a rise: rebuilt from the next reading
+        #expect(read("m", "100.1", at: 600) == first)
+        #expect(read("m", "0.2", at: 605) != first)  // a meter reset: the energy so far is carried
+    }
+
+    /// Through the Bridge and the state file, an hour from 23:30 with a reading every 5 s and a
+    /// meter reset at 23:45: saved at the first reading, once a minute, at the reset and at midnight
+    /// at once. Each save is a new file (written aside and renamed), so the file's inode counts them.
+    @Test func theBridgeSavesOnceAMinuteAndAtOnceAtAResetAndAtMidnight() throws {
+        let folder = TemporaryFolder()
+        let config = try DaemonConfig.parse("""
+            timezone: UTC
+            sources: {grid: {topic: g}, meter: {topic: m, unit: kWh}, solar: {topic: s}}
+            widgets: {w: {template: flow, flow: {inputs: [{rate: solar, total: integrate}], exchange: {rate: grid, total: {counter: meter}}}}}
+            """, file: "c.yaml")
+        let bridge = try Bridge.inUTC(config, savingIn: folder)
+        let path = folder.url.appendingPathComponent("state.json").path
+        let start = try #require(RFC3339.parse("2026-06-01T23:30:00Z"))
+        let monotonic = ContinuousClock.now
+        func inode() -> UInt? {
+            var info = stat()
+            return stat(path, &info) == 0 ? UInt(info.st_ino) : nil
+        }
+        var saves: [Int] = []
+        var last = inode()
+        var meterKWh = 1000.0
+        for second in 0..<3600 {
+            let now = start.addingTimeInterval(Double(second))
+            if second % 5 == 0 {
+                meterKWh = second == 900 ? 0.01 : meterKWh + 0.002
+                for (topic, value) in [("s", "2000"), ("g", "500"), ("m", JSONValue.format(meterKWh))] {
+                    bridge.receive(MQTTMessage(topic: topic, payload: Array(value.utf8)), at: now, monotonic: monotonic.advanced(by: .seconds(second)))
+                }
+            }
+            bridge.tick(at: now.addingTimeInterval(0.5), monotonic: monotonic.advanced(by: .seconds(Double(second) + 0.5)))
+            let current = inode()
+            if current != last { saves.append(second) }
+            last = current
+        }
+        #expect(saves.contains(900), "the reset: \(saves)")
+        #expect(saves.contains(1800), "midnight: \(saves)")
+        #expect(zip(saves, saves.dropFirst()).allSatisfy { $1 - $0 <= 60 }, "\(saves)")
+        // The first, 60 a minute apart, the reset and midnight start the minute again.
+        #expect((60...64).contains(saves.count), "\(saves.count) saves: \(saves)")
+        let saved = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+        #expect(saved["day"] == "2026-06-02")
+    }
+}
