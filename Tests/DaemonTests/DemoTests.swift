@@ -137,11 +137,7 @@ struct DemoTests {
     /// comes within a minute of the start.
     @Test func ctrlCStopsTheDaemonTheSimulatorAndTheBroker() async throws {
         let demo = try Demo([])
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(60)
-        while clock.now < deadline, demo.out.split(separator: "\n").count < 2, demo.process.isRunning {
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        _ = await eventually(timeout: .seconds(60)) { demo.out.split(separator: "\n").count >= 2 || !demo.process.isRunning }
         #expect(demo.out.split(separator: "\n").count >= 2, "no push within a minute: \(demo.err)")
         demo.process.send(SIGINT)
         #expect(await demo.waitForExit(seconds: 30), "\(demo.err)")

@@ -44,16 +44,12 @@ struct RunTests {
         var text: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
         var pushes: [JSONValue] { text.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? JSONValue(parsing: String($0)) } }
 
-        /// Waits until the output holds `text` (`count` times; bounded).
+        /// Waits until the output holds `needle` (`count` times; bounded, and no longer than the
+        /// daemon runs).
         func waitFor(_ needle: String, count: Int = 1, timeout: Duration = readinessTimeout) async -> Bool {
-            let clock = ContinuousClock()
-            let deadline = clock.now + timeout
             func found() -> Bool { text.components(separatedBy: needle).count - 1 >= count }
-            while !found() {
-                if clock.now >= deadline || !process.isRunning { return found() }
-                try? await Task.sleep(for: .milliseconds(20))
-            }
-            return true
+            _ = await eventually(timeout: timeout) { found() || !process.isRunning }
+            return found()
         }
 
         /// SIGTERM, and the daemon is gone within 2 s with status 0.

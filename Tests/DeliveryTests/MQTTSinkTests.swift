@@ -4,6 +4,7 @@ import FlowCore
 import FoundationEssentials
 import Mosquitto
 import Synchronization
+import TestSupport
 import Testing
 
 /// The MQTT sink around its connection: `take` never waits for it, nothing queues up while it is
@@ -37,13 +38,9 @@ import Testing
             published.withLock { $0.append(Published(topic: topic, payload: try? JSONValue(parsing: payload), retain: retain)) }
         }
 
-        /// Waits (bounded) until what was published satisfies `condition`.
+        /// Waits (bounded) until what was published satisfies `condition`; what was published then.
         func wait(until condition: ([Published]) -> Bool) async -> [Published] {
-            for _ in 0..<500 {
-                let seen = published.withLock { $0 }
-                if condition(seen) { return seen }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
+            _ = await eventually { condition(published.withLock { $0 }) }
             return published.withLock { $0 }
         }
     }
@@ -64,9 +61,7 @@ import Testing
         let pushes = OutboxTests.pushes([-1400, -900, -400, 300])
         for push in pushes { sink.take(push) }
         // Each push's content and patch are tried, and refused, before the connection comes up.
-        for _ in 0..<500 where connection.attempts.load(ordering: .relaxed) < 2 * pushes.count {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        _ = await eventually { connection.attempts.load(ordering: .relaxed) >= 2 * pushes.count }
         #expect(connection.attempts.load(ordering: .relaxed) == 2 * pushes.count)
         #expect(connection.published.withLock { $0.isEmpty })
 

@@ -22,10 +22,8 @@ final class EventLog: Sendable {
     /// The next event in order that matches `predicate`; the ones skipped on the way are consumed.
     /// `nil` when none arrives within `timeout`.
     func next(timeout: Duration = readinessTimeout, where predicate: (MQTTEvent) -> Bool = { _ in true }) async -> MQTTEvent? {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while true {
-            let found: MQTTEvent? = storage.state.withLock { s in
+        await poll(timeout: timeout) {
+            storage.state.withLock { s in
                 while s.consumed < s.events.count {
                     let event = s.events[s.consumed]
                     s.consumed += 1
@@ -33,9 +31,6 @@ final class EventLog: Sendable {
                 }
                 return nil
             }
-            if let found { return found }
-            if clock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(10))
         }
     }
 

@@ -97,12 +97,6 @@ public final class ChildProcess: @unchecked Sendable {
     /// Waits (polling, so no thread is blocked) until the child has exited or `timeout` passes.
     @discardableResult
     public func waitForExit(timeout: Duration) async -> Bool {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while isRunning {
-            if clock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return true
+        await eventually(timeout: timeout) { !isRunning }
     }
 }

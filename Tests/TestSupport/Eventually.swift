@@ -1,16 +1,35 @@
 /// How long a test waits for something that is going to happen (a process that starts, a message
 /// that arrives, a log line): generous, because a machine busy with the parallel suite can take
 /// seconds for a step, and free, because every wait returns as soon as its condition holds. A
-/// wait for something that must NOT happen names its own, short, timeout.
+/// wait for something that must NOT happen names its own, short, window (see `consistently`).
 public let readinessTimeout: Duration = .seconds(30)
 
-/// Polls `condition` (without blocking a thread) until it holds or `timeout` passes; whether it held.
-public func eventually(timeout: Duration = readinessTimeout, _ condition: () async throws -> Bool) async rethrows -> Bool {
+/// How often a wait looks again: often enough that a test goes on a moment after the thing
+/// happened, seldom enough that the many tests waiting at once do not load the machine.
+let pollInterval: Duration = .milliseconds(10)
+
+/// Polls `attempt` (without blocking a thread) until it gives a value or `timeout` passes: that
+/// value, or nil. Every wait of the tests is this loop: a process that starts or exits, a log line,
+/// a message, a delivery. A cancelled test stops waiting (nil).
+public func poll<Value>(timeout: Duration = readinessTimeout, _ attempt: () async throws -> Value?) async rethrows -> Value? {
     let clock = ContinuousClock()
     let deadline = clock.now + timeout
     while true {
-        if try await condition() { return true }
-        if clock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(20))
+        if let value = try await attempt() { return value }
+        if clock.now >= deadline { return nil }
+        do { try await Task.sleep(for: pollInterval) } catch { return nil }
     }
+}
+
+/// Whether `condition` came to hold within `timeout` (polled; see `poll`).
+public func eventually(timeout: Duration = readinessTimeout, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    try await poll(timeout: timeout) { try await condition() ? true : nil } ?? false
+}
+
+/// Whether `condition` held throughout `window`; false as soon as it breaks. For what must NOT
+/// happen, and only after a positive event showed that the code got to the point where it would
+/// happen: the one wait that lasts its whole window, because what it shows is that time passed
+/// without the thing. Each use says why its window is long enough.
+public func consistently(for window: Duration, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    try await !eventually(timeout: window) { try await !condition() }
 }
