@@ -84,11 +84,14 @@ import Testing
         connection.holding.store(false, ordering: .relaxed)
         connection.release.signal()
         let last = OutboxTests.document(1999).json
-        let seen = await connection.wait { $0.last { $0.topic == "flowbridge/power/content" }?.payload == last }
+        // Each push's content goes out before its patch: wait for both.
+        func patched(_ seen: [Connection.Published]) -> JSONValue {
+            seen.filter { $0.topic == "flowbridge/power/patch" }.reduce(JSONValue.null) { MergePatch.apply($1.payload ?? .null, to: $0) }
+        }
+        let seen = await connection.wait { $0.last { $0.topic == "flowbridge/power/content" }?.payload == last && patched($0) == last }
         #expect(seen.last { $0.topic == "flowbridge/power/content" }?.payload == last)
         // The patches published add up to the newest document.
-        let patched = seen.filter { $0.topic == "flowbridge/power/patch" }.reduce(JSONValue.null) { MergePatch.apply($1.payload ?? .null, to: $0) }
-        #expect(patched == last)
+        #expect(patched(seen) == last)
         sink.stop(timeout: .seconds(1))
     }
 
