@@ -304,8 +304,12 @@ struct RunTests {
             try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":\#(watts)}"#)
         }
         #expect(await eventually { log().contains("standard output does not take") }, "\(log())")
-        #expect(log().components(separatedBy: "standard output does not take").count == 2, "\(log())")
         #expect(process.isRunning)
+        // Said once: counted after a stop, when the sink has had every push.
+        process.terminate()
+        #expect(await eventually { !process.isRunning }, "\(log())")
+        #expect(log().contains("stopped (dry run"), "\(log())")
+        #expect(log().components(separatedBy: "standard output does not take").count == 2, "\(log())")
     }
 
     /// `run --dry-run > fifo` with a reader that never reads: the pipe fills, the stdout sink
@@ -373,14 +377,18 @@ struct RunTests {
         let lock = try Data(contentsOf: URL(fileURLWithPath: service.statePath + ".lock"))
         #expect(try await broker.receive(topic: "flowbridge/status").first?.text == "offline")
 
+        // Its clock's ticks are seen as systemd's watchdog pings: each tick is when a run saves.
+        let notify = try NotifySocket(in: service.folder)
         let dry = try Daemon(
-            config: Self.config(port: broker.port, state: service.statePath), folder: service.folder, arguments: ["--dry-run"], name: "dry")
+            config: Self.config(port: broker.port, state: service.statePath), folder: service.folder, arguments: ["--dry-run"],
+            environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"], name: "dry")
         #expect(await dry.waitFor("connected to"), "\(dry.text)")
         #expect(dry.text.contains("continuing the day"), "\(dry.text)")
         try await broker.publish(topic: "solar/ac/power", payload: "2500")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":-500}"#)
         #expect(await dry.waitFor(#""rate":2500"#), "\(dry.text)")
-        try await Task.sleep(for: .seconds(6))  // past the interval of a state save
+        // Six ticks since: past the interval of a state save (5 s).
+        #expect(await notify.ticks(6), "\(notify.received)")
         #expect(try await broker.receive(topic: "flowbridge/status").first?.text == "offline")  // no "online"
         #expect(!broker.log.contains("Client flowbridge-test already connected"))
         await dry.stop()
@@ -463,7 +471,7 @@ struct RunTests {
         #expect(await daemon.waitFor("connected to"))
         await broker.stop()
         #expect(await daemon.waitFor("broker connection:"), "\(daemon.text)")
-        try await Task.sleep(for: .seconds(65))
+        try await Task.sleep(for: .seconds(65))  // time passing: an outage long enough for the reconnect delay to reach its cap
         try await broker.start()
         #expect(await daemon.waitFor("connected to", count: 2, timeout: .seconds(20)), "\(daemon.text)")
         try await broker.publish(topic: "solar/ac/power", payload: "65")
@@ -498,11 +506,14 @@ struct RunTests {
         let folder = TemporaryFolder()
         let config = Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path)
             + "\nkeepalive:\n  - {topic: R/c0619ab1d2e3/keepalive, interval: 1s}\n"
-        let daemon = try Daemon(config: config, folder: folder)
+        // Its clock's ticks are seen as systemd's watchdog pings: a keepalive goes out after each.
+        let notify = try NotifySocket(in: folder)
+        let daemon = try Daemon(config: config, folder: folder, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"])
         #expect(await daemon.waitFor("connected to"))
         await broker.kill()
         #expect(await daemon.waitFor("publish to 'R/c0619ab1d2e3/keepalive' failed"), "\(daemon.text)")
-        try await Task.sleep(for: .seconds(3))
+        // Three ticks since: two more keepalives (each sent after its tick's ping) have failed too.
+        #expect(await notify.ticks(3), "\(notify.received)")
         #expect(daemon.text.components(separatedBy: "publish to 'R/c0619ab1d2e3/keepalive' failed").count - 1 == 1, "\(daemon.text)")
         await daemon.stop()
     }
@@ -569,19 +580,30 @@ final class NotifySocket {
 
     /// The next datagram (in order) that matches, polling without blocking a thread; nil on timeout.
     func next(timeout: Duration = readinessTimeout, where matches: (String) -> Bool) async -> String? {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            while case let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)), count > 0 {
-                received.append(String(decoding: buffer[..<count], as: UTF8.self))
-            }
+        await poll(timeout: timeout) {
+            readPending()
             while consumed < received.count {
                 consumed += 1
                 if matches(received[consumed - 1]) { return received[consumed - 1] }
             }
-            if clock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
+            return nil
+        }
+    }
+
+    /// Waits for `count` watchdog pings sent from now on (the daemon pings after each tick of its
+    /// clock), the ones already sent set aside.
+    func ticks(_ count: Int) async -> Bool {
+        readPending()
+        consumed = received.count
+        for _ in 0..<count where await next(where: { $0 == "WATCHDOG=1" }) == nil { return false }
+        return true
+    }
+
+    /// Takes the datagrams that have come.
+    private func readPending() {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while case let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)), count > 0 {
+            received.append(String(decoding: buffer[..<count], as: UTF8.self))
         }
     }
 }

@@ -217,12 +217,14 @@ import Testing
         let folder = TemporaryFolder()
         let output = folder.url.appendingPathComponent("out.log").path
         let process = try ChildProcess(Repository.binary, ["simulate", "--broker", "127.0.0.1:1", "--speed", "720"], outputFile: output)
-        try await Task.sleep(for: .milliseconds(500))
+        func said() -> String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
+        // It has tried, been refused, and goes on trying.
+        #expect(await eventually { said().contains("; retrying") || !process.isRunning }, "\(said())")
         #expect(process.isRunning)
         process.send(SIGINT)
         #expect(await process.waitForExit(timeout: .seconds(3)))
         #expect(process.exitCode == 0)
-        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        let text = said()
         #expect(!text.contains("simulating"), "never connected, so never said it publishes: \(text)")
     }
 

@@ -83,9 +83,11 @@ import Testing
             $0.bodyKey = "data"
         }
         var engine = Engine()
-        sink.take(engine.push(100))
+        let first = engine.push(100)
+        sink.take(first)
         let last = engine.push(200)
-        try await Task.sleep(for: .milliseconds(50))
+        // Shown before the next is taken: a replace and then a patch, not one coalesced request.
+        #expect(await service.waitUntil { $0.document == Self.content(first) } != nil, "\(log.text)")
         sink.take(last)
         let seen = await service.waitUntil { $0.document == Self.content(last) }
         #expect(seen?.requests.first?.method == "POST", "\(log.text)")
@@ -199,9 +201,9 @@ import Testing
         var engine = Engine()
         sink.take(engine.push(100, level: 150))  // a level the spec rejects
         #expect(await service.waitUntil { $0.requests.count >= 1 } != nil)
-        try await Task.sleep(for: .milliseconds(600))  // longer than the longest backoff
-        #expect(try service.snapshot().requests.count == 1)
-        #expect(log.all.contains { $0.level == .error && $0.message.contains("flow.storage.level: must be between 0 and 100") }, "\(log.text)")
+        // The sink has read the rejection; a resend would come within the longest backoff (0.4 s).
+        #expect(await eventually { log.all.contains { $0.level == .error && $0.message.contains("flow.storage.level: must be between 0 and 100") } }, "\(log.text)")
+        #expect(await consistently(for: .milliseconds(600)) { (try? service.snapshot().requests.count) == 1 })
         let good = engine.push(100, level: 50)
         sink.take(good)
         let seen = await service.waitUntil { $0.document == Self.content(good) }
@@ -274,9 +276,11 @@ import Testing
         let log = LogLines()
         var engine = Engine()
         let before = try Self.sink(service, log: log)
-        before.take(engine.push(100))
+        let first = engine.push(100)
+        before.take(first)
         let shown = engine.push(200)
-        try await Task.sleep(for: .milliseconds(50))
+        // Shown before the next is taken: two requests, not one coalesced.
+        #expect(await service.waitUntil { $0.document == Self.content(first) } != nil)
         before.take(shown)
         #expect(await service.waitUntil { $0.document == Self.content(shown) && $0.requests.count == 2 } != nil)
         #expect(before.stop(timeout: .seconds(2)))
