@@ -91,9 +91,8 @@ struct PushRunTests {
         let before = try service.snapshot().requests.count
 
         try await service.outage(seconds: 3)
-        for grid in [-1000, -600, -200, 300] {
-            try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":\#(grid)}"#)
-        }
+        // All four inside the outage, however busy the machine.
+        try await publishInOrder(broker, [-1000, -600, -200, 300].map { ("shellypro3em-abc/status/em:0", #"{"total_act_power":\#($0)}"#) })
         #expect(await daemon.waitFor(#""rate":300"#), "standard output stalled: \(daemon.text)")
         let computed = Self.computed(daemon)
         let seen = try #require(await service.waitUntil(timeout: .seconds(15)) { $0.document == computed }, "\(daemon.text)")

@@ -1,5 +1,6 @@
 import Commands
 import Configuration
+import Mosquitto
 import Persistence
 import Platform
 import Runtime
@@ -75,6 +76,25 @@ func runProgram(
     let errData = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+}
+
+/// Publishes `messages` (topic, payload) in order over one connection of flowbridge's own MQTT client, and returns
+/// once the broker has taken them all. For a listen with a fixed window (`check --listen`,
+/// `discover`): its messages must all come inside it, and one `mosquitto_pub` each takes a second
+/// or more on a machine busy with the parallel suite.
+func publishInOrder(_ broker: MosquittoBroker, _ messages: [(String, String)]) async throws {
+    let user = broker.users.keys.sorted().first
+    let options = MQTTOptions(
+        port: broker.port, clientID: "test-publisher-\(UUID().uuidString.prefix(8))", username: user, password: user.flatMap { broker.users[$0] },
+        tls: broker.tlsFiles.map { TLSOptions(caFile: $0.caFile) })
+    let client = try MQTTClient(options: options, subscriptions: [])
+    try client.start()
+    defer { client.stop() }
+    guard await eventually({ client.isConnected }) else { throw BrokerError("the publisher did not connect. Log:\n\(broker.log)") }
+    for (topic, payload) in messages { try client.publish(topic: topic, payload: Array(payload.utf8), qos: .atMostOnce) }
+    guard await broker.waitForLog("Received PUBLISH from \(options.clientID)", count: messages.count) else {
+        throw BrokerError("the broker did not get all \(messages.count) messages. Log:\n\(broker.log)")
+    }
 }
 
 /// A temporary folder removed at the end of the test.
