@@ -15,7 +15,7 @@ import Testing
 /// `--duration`, by Ctrl-C, and pushing to a real widget service when DEMO_URL and DEMO_TOKEN say so.
 /// One demo at a time: each is a broker, a simulator and a daemon for half a minute, and the
 /// machine is shared with the rest of the suite.
-@Suite(.serialized, .enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+@Suite(.serialized, .enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct DemoTests {
     static let script = Repository.root.appendingPathComponent("scripts/demo.sh").path
 

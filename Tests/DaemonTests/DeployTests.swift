@@ -12,7 +12,7 @@ import Testing
 /// The Home Assistant add-on (`deploy/homeassistant/`): its run script against the options Home
 /// Assistant writes and the Supervisor's answer about its MQTT service (a file, read through
 /// `SUPERVISOR_API=file://…`), the config it writes, and the daemon it starts.
-@Suite(.enabled(if: MosquittoBroker.findExecutable("jq") != nil && MosquittoBroker.findExecutable("curl") != nil, "jq and curl are missing (make deps installs them)"))
+@Suite(.enabled(if: MosquittoBroker.findExecutable("jq") != nil && MosquittoBroker.findExecutable("curl") != nil, "jq and curl are missing (make deps installs them)"), .ownThread)
 struct HomeAssistantAddonTests {
     static let folder = Repository.root.appendingPathComponent("deploy/homeassistant")
     static let runScript = folder.appendingPathComponent("run.sh").path

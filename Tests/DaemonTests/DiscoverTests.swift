@@ -74,7 +74,7 @@ import Testing
 }
 
 /// `discover` against a real mosquitto fed with device traffic.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct DiscoverBrokerTests {
     /// Starts `discover` on the broker, writing `<folder>/found.yaml`.
     static func discover(_ broker: MosquittoBroker, seconds: Int, folder: TemporaryFolder) throws -> (ChildProcess, out: String, log: String) {

@@ -10,7 +10,7 @@ import TestSupport
 import Testing
 
 /// `flowbridge check --listen` against a real mosquitto: what came from each source, and the signs.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct ListenTests {
     /// The OpenDTU + Shelly Pro 3EM + evcc example on the test's broker.
     static func config(port: Int, batteryInverted: Bool = true) throws -> String {

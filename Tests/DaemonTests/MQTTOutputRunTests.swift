@@ -12,7 +12,7 @@ import Testing
 /// `flowbridge run` with `output.mqtt` against a real mosquitto: the widgets' topics and Home
 /// Assistant's discovery as a subscriber sees them, through Home Assistant starting, a broker
 /// restart and a reload.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct MQTTOutputRunTests {
     /// The test home with a battery level, its pushes also on standard output (what the daemon
     /// computed), published on MQTT with Home Assistant discovery.

@@ -11,7 +11,7 @@ import Testing
 
 /// `flowbridge run` delivering to the widget stand-in (a real HTTP server) from a real mosquitto:
 /// the widget shows what the daemon computed, through failures and restarts.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct PushRunTests {
     /// The RunTests config, plus the widget's `push:` to `service` with the token as a systemd
     /// credential, and standard output (which shows what the daemon computed).

@@ -10,7 +10,7 @@ import TestSupport
 import Testing
 
 /// `flowbridge run` against a real mosquitto started by the test on a free loopback port.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct RunTests {
     /// A running daemon: its combined output (NDJSON pushes and log lines) in a file.
     final class Daemon {

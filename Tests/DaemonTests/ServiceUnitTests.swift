@@ -8,7 +8,7 @@ import Testing
 /// `deploy/flowbridge.service` holds what it promises, without a running systemd: the system calls
 /// the daemon really makes (strace) pass its `SystemCallFilter=`, the address families its
 /// `RestrictAddressFamilies=`, and a missing credential file does not fail the start.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct ServiceUnitTests {
     static let unitPath = Repository.root.appendingPathComponent("deploy/flowbridge.service")
 

@@ -11,7 +11,7 @@ import TestSupport
 import Testing
 
 /// `flowbridge simulate`: its trace replayed through `Config/demo.yaml`, and live against a real broker.
-@Suite struct SimulateTests {
+@Suite(.ownThread) struct SimulateTests {
     static let demoConfig = Repository.root.appendingPathComponent("Config/demo.yaml").path
     static let date = CivilDate(year: 2026, month: 6, day: 21)
     /// The binaries' system zone, set through `TZ` (the test process's own can change while other

@@ -10,7 +10,7 @@ import Testing
 /// The MQTT sink around its connection: `take` never waits for it, nothing queues up while it is
 /// down, a connect publishes the current truth, and Home Assistant's status is the sink's alone.
 /// (With a real broker and the real daemon: `MQTTOutputRunTests`.)
-@Suite(.timeLimit(.minutes(1))) struct MQTTSinkTests {
+@Suite(.timeLimit(.minutes(1)), .ownThread) struct MQTTSinkTests {
     /// A connection that refuses publishes while down (as libmosquitto does) and can be held up
     /// inside a publish, as a connection whose lock the network thread holds.
     final class Connection: MQTTPublishing {

@@ -8,7 +8,7 @@ import Testing
 /// The widget API sink against the widget stand-in (a real HTTP server in its own process) that
 /// fails on demand: after every failure the widget shows the engine's newest document, at most one
 /// request is ever in flight, and what goes out after a failure follows the contract's table.
-@Suite struct WidgetAPISinkTests {
+@Suite(.ownThread) struct WidgetAPISinkTests {
     /// What the sink logged.
     final class LogLines: Sendable {
         let lines = Mutex<[Diagnostic]>([])

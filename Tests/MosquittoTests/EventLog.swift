@@ -11,8 +11,11 @@ final class EventLog: Sendable {
     private let storage = Storage()
 
     init(_ events: MQTTEvents) {
-        Task { [storage] in
+        // On a thread of its own, as the tests are (`.ownThread`): the shared pool may be busy.
+        let executor = ThreadExecutor(name: "event log")
+        Task(executorPreference: executor) { [storage] in
             for await event in events { storage.state.withLock { $0.events.append(event) } }
+            executor.finish()
         }
     }
 

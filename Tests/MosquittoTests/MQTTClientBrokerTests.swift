@@ -5,7 +5,7 @@ import TestSupport
 
 /// The client against a real mosquitto broker. Every test starts its own broker on its own port,
 /// so they run in parallel; every wait is bounded.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .timeLimit(.minutes(1)), .ownThread)
 struct MQTTClientBrokerTests {
     /// Options for `broker` with a unique client ID and a quick reconnect, so tests stay short.
     static func options(_ broker: MosquittoBroker, _ change: (inout MQTTOptions) -> Void = { _ in }) -> MQTTOptions {

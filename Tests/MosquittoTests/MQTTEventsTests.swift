@@ -7,7 +7,7 @@ import TestSupport
 /// The buffer between the network thread and the consumer, on its own: no broker.
 /// Producers run on dedicated threads (as the client's network thread does), never on the
 /// dispatch or cooperative pools: a producer blocked there would starve the consumer's task.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(1)), .ownThread)
 struct MQTTEventsTests {
     static func message(_ n: Int) -> MQTTEvent {
         .message(MQTTMessage(topic: "t/\(n)", payload: [UInt8(n % 256)]))

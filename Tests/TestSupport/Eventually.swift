@@ -1,3 +1,5 @@
+import Dispatch
+
 /// How long a test waits for something that is going to happen (a process that starts, a message
 /// that arrives, a log line): generous, because a machine busy with the parallel suite can take
 /// seconds for a step, and free, because every wait returns as soon as its condition holds. A
@@ -8,6 +10,18 @@ public let readinessTimeout: Duration = .seconds(30)
 /// happened, seldom enough that the many tests waiting at once do not load the machine.
 let pollInterval: Duration = .milliseconds(10)
 
+/// Where the pauses between looks end: a queue of its own, so that a pause ends on time while the
+/// shared cooperative pool is busy, where `Task.sleep` ends (and resumes the test behind every
+/// test waiting for the pool, see `OwnThreadTrait`).
+private let pauses = DispatchQueue(label: "flowbridge.tests.pauses")
+
+/// Suspends for `duration`; the test goes on on its own executor (its thread under `.ownThread`).
+func pause(for duration: Duration) async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        pauses.asyncAfter(deadline: .now() + .nanoseconds(Int(duration / .nanoseconds(1)))) { continuation.resume() }
+    }
+}
+
 /// Polls `attempt` (without blocking a thread) until it gives a value or `timeout` passes: that
 /// value, or nil. Every wait of the tests is this loop: a process that starts or exits, a log line,
 /// a message, a delivery. A cancelled test stops waiting (nil).
@@ -16,8 +30,8 @@ public func poll<Value>(timeout: Duration = readinessTimeout, _ attempt: () asyn
     let deadline = clock.now + timeout
     while true {
         if let value = try await attempt() { return value }
-        if clock.now >= deadline { return nil }
-        do { try await Task.sleep(for: pollInterval) } catch { return nil }
+        if clock.now >= deadline || Task.isCancelled { return nil }
+        await pause(for: pollInterval)
     }
 }
 
