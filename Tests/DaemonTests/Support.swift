@@ -62,7 +62,7 @@ func runProgram(
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
-    if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
+    process.environment = ChildProcess.startEnvironment.merging(environment) { _, new in new }
     let out = Pipe()
     let err = Pipe()
     let input = Pipe()
@@ -179,7 +179,7 @@ func runFlowbridgeMeasured(_ arguments: [String], environment: [String: String] 
     posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     let argv = ([Repository.binary] + arguments).map { strdup($0) } + [nil]
     defer { argv.forEach { free($0) } }
-    let variables = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    let variables = ChildProcess.startEnvironment.merging(environment) { _, new in new }
     let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer { envp.forEach { free($0) } }
     var pid = pid_t()
