@@ -6,9 +6,11 @@ import Dispatch
 /// wait for something that must NOT happen names its own, short, window (see `consistently`).
 public let readinessTimeout: Duration = .seconds(30)
 
-/// How often a wait looks again: often enough that a test goes on a moment after the thing
-/// happened, seldom enough that the many tests waiting at once do not load the machine.
-let pollInterval: Duration = .milliseconds(10)
+/// How often a wait looks again: at once a few times (most things a test waits for happen within
+/// milliseconds), then less and less often, up to the longest pause: a test goes on a moment after
+/// the thing happened, and the many tests waiting at once for something slow (a daemon's start on
+/// a busy machine) do not add to the load by reading its log a hundred times a second.
+let pollIntervals: (first: Duration, longest: Duration) = (.milliseconds(2), .milliseconds(50))
 
 /// Where the pauses between looks end: a queue of its own, so that a pause ends on time while the
 /// shared cooperative pool is busy, where `Task.sleep` ends (and resumes the test behind every
@@ -28,10 +30,12 @@ func pause(for duration: Duration) async {
 public func poll<Value>(timeout: Duration = readinessTimeout, _ attempt: () async throws -> Value?) async rethrows -> Value? {
     let clock = ContinuousClock()
     let deadline = clock.now + timeout
+    var interval = pollIntervals.first
     while true {
         if let value = try await attempt() { return value }
         if clock.now >= deadline || Task.isCancelled { return nil }
-        await pause(for: pollInterval)
+        await pause(for: interval)
+        interval = min(interval * 2, pollIntervals.longest)
     }
 }
 
