@@ -5,7 +5,7 @@ import Testing
 
 /// What `run` and `check --listen` say when the broker refuses a topic, and what a huge message
 /// does to the daemon.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct BrokerRefusalRunTests {
     /// The test home's broker, whose ACL lets anonymous clients subscribe to the solar and grid
     /// topics and nothing else (not the battery's), and publish nothing (not `flowbridge/status`).

@@ -6,7 +6,7 @@ import Testing
 /// `flowbridge run` on a state file that a power cut, a full SD card or an editor left damaged:
 /// the daemon starts, moves the file aside (or reads it), logs what it did and writes a fresh
 /// state. Only a file that is clearly another program's keeps it from starting.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct DamagedStateTests {
     /// Today's day in UTC, with a solar total of 2.5 kWh: a good state, as flowbridge writes it.
     static func goodState() -> String {

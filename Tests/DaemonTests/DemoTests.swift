@@ -15,7 +15,7 @@ import Testing
 /// `--duration`, by Ctrl-C, and pushing to a real widget service when DEMO_URL and DEMO_TOKEN say so.
 /// One demo at a time: each is a broker, a simulator and a daemon for half a minute, and the
 /// machine is shared with the rest of the suite.
-@Suite(.serialized, .enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+@Suite(.serialized, .enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct DemoTests {
     static let script = Repository.root.appendingPathComponent("scripts/demo.sh").path
 
@@ -137,11 +137,7 @@ struct DemoTests {
     /// comes within a minute of the start.
     @Test func ctrlCStopsTheDaemonTheSimulatorAndTheBroker() async throws {
         let demo = try Demo([])
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(60)
-        while clock.now < deadline, demo.out.split(separator: "\n").count < 2, demo.process.isRunning {
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        _ = await eventually(timeout: .seconds(60)) { demo.out.split(separator: "\n").count >= 2 || !demo.process.isRunning }
         #expect(demo.out.split(separator: "\n").count >= 2, "no push within a minute: \(demo.err)")
         demo.process.send(SIGINT)
         #expect(await demo.waitForExit(seconds: 30), "\(demo.err)")

@@ -12,7 +12,7 @@ import Testing
 /// The Home Assistant add-on (`deploy/homeassistant/`): its run script against the options Home
 /// Assistant writes and the Supervisor's answer about its MQTT service (a file, read through
 /// `SUPERVISOR_API=file://…`), the config it writes, and the daemon it starts.
-@Suite(.enabled(if: MosquittoBroker.findExecutable("jq") != nil && MosquittoBroker.findExecutable("curl") != nil, "jq and curl are missing (make deps installs them)"))
+@Suite(.enabled(if: MosquittoBroker.findExecutable("jq") != nil && MosquittoBroker.findExecutable("curl") != nil, "jq and curl are missing (make deps installs them)"), .ownThread)
 struct HomeAssistantAddonTests {
     static let folder = Repository.root.appendingPathComponent("deploy/homeassistant")
     static let runScript = folder.appendingPathComponent("run.sh").path
@@ -98,11 +98,7 @@ struct HomeAssistantAddonTests {
 
         let log = "\(data.path)/run.log"
         let daemon = try ChildProcess(Self.runScript, [], outputFile: log, environment: data.environment(binary: Repository.binary))
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(30)
-        while clock.now < deadline, !(data.text("run.log") ?? "").contains("connected to 127.0.0.1:\(broker.port)"), daemon.isRunning {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        _ = await eventually { (data.text("run.log") ?? "").contains("connected to 127.0.0.1:\(broker.port)") || !daemon.isRunning }
         let started = data.text("run.log") ?? ""
         #expect(started.contains("broker: Home Assistant's MQTT service, 127.0.0.1:\(broker.port) as addons"), "\(started)")
         #expect(started.contains("connected to 127.0.0.1:\(broker.port)"), "\(started)")

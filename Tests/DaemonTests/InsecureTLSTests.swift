@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// `mqtt.tls.insecure: true` turns off what TLS is for: `check` says so, and `run` once at its start.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct InsecureTLSTests {
     @Test(arguments: [(true, true), (false, false)])
     func checkSaysInsecureTLSToTheBroker(insecure: Bool, said: Bool) throws {
@@ -23,6 +23,9 @@ struct InsecureTLSTests {
         let broker = try await MosquittoBroker()
         let daemon = try RunTests.Daemon(broker: broker, extra: ", tls: {insecure: true}")
         #expect(await daemon.waitFor("broker connection:"), "\(daemon.text)")
+        // Counted once the handshake has been retried (the broker sees the daemon come twice more).
+        let connections = broker.logCount("New connection from")
+        #expect(await broker.waitForLog("New connection from", count: connections + 2), "\(broker.log)")
         #expect(daemon.text.components(separatedBy: TLSOptions.insecureWarning).count == 2, "\(daemon.text)")
         await daemon.stop()
     }

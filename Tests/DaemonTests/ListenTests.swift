@@ -10,7 +10,7 @@ import TestSupport
 import Testing
 
 /// `flowbridge check --listen` against a real mosquitto: what came from each source, and the signs.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct ListenTests {
     /// The OpenDTU + Shelly Pro 3EM + evcc example on the test's broker.
     static func config(port: Int, batteryInverted: Bool = true) throws -> String {
@@ -22,9 +22,8 @@ struct ListenTests {
         return text
     }
 
-    /// Starts `check --listen` and waits until it has subscribed. The tests listen for 12 s: the
-    /// readings go out through one `mosquitto_pub` each, which on a machine busy with the parallel
-    /// suite takes seconds.
+    /// Starts `check --listen` and waits until it has subscribed. The tests listen for 12 s, and
+    /// publish their readings inside that window (`publishInOrder`).
     static func listen(_ config: String, seconds: Int, broker: MosquittoBroker, folder: TemporaryFolder) async throws -> (ChildProcess, String) {
         let path = try folder.write("config.yaml", config)
         let output = folder.url.appendingPathComponent("listen.out").path
@@ -39,15 +38,16 @@ struct ListenTests {
     /// sign) and its level falling.
     static func night(_ broker: MosquittoBroker, emdata: Bool = true) async throws {
         let emdataPayload = try Repository.payload("shellypro3em-abc/status/emdata:0")
+        var messages: [(String, String)] = []
         for round in 0..<4 {
-            try await broker.publish(topic: "solar/ac/power", payload: "0.0")
-            try await broker.publish(topic: "solar/ac/yieldtotal", payload: "13.338")
-            try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"id":0,"total_act_power":300.2}"#)
-            if emdata { try await broker.publish(topic: "shellypro3em-abc/status/emdata:0", payload: emdataPayload) }
-            try await broker.publish(topic: "evcc/site/battery/power", payload: "1200")
-            try await broker.publish(topic: "evcc/site/battery/soc", payload: String(60 - round / 2))
-            try await Task.sleep(for: .milliseconds(300))
+            messages.append(("solar/ac/power", "0.0"))
+            messages.append(("solar/ac/yieldtotal", "13.338"))
+            messages.append(("shellypro3em-abc/status/em:0", #"{"id":0,"total_act_power":300.2}"#))
+            if emdata { messages.append(("shellypro3em-abc/status/emdata:0", emdataPayload)) }
+            messages.append(("evcc/site/battery/power", "1200"))
+            messages.append(("evcc/site/battery/soc", String(60 - round / 2)))
         }
+        try await publishInOrder(broker, messages)
     }
 
     static func finish(_ process: ChildProcess, _ output: String) async -> String {
@@ -99,15 +99,16 @@ struct ListenTests {
         let folder = TemporaryFolder()
         let config = try Self.config(port: broker.port).replacingOccurrences(of: "{topic: solar/ac/power,", with: "{topic: Solar/ac/power,")
         let (process, output) = try await Self.listen(config, seconds: 12, broker: broker, folder: folder)
+        var messages: [(String, String)] = []
         for round in 0..<4 {
-            try await broker.publish(topic: "solar/ac/power", payload: "1500.0")
-            try await broker.publish(topic: "solar/ac/yieldtotal", payload: "13.338")
-            try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"id":0,"total_act_power":-2.0}"#)
-            try await broker.publish(topic: "shellypro3em-abc/status/emdata:0", payload: try Repository.payload("shellypro3em-abc/status/emdata:0"))
-            try await broker.publish(topic: "evcc/site/battery/power", payload: "-1200")
-            try await broker.publish(topic: "evcc/site/battery/soc", payload: String(60 + round / 2))
-            try await Task.sleep(for: .milliseconds(300))
+            messages.append(("solar/ac/power", "1500.0"))
+            messages.append(("solar/ac/yieldtotal", "13.338"))
+            messages.append(("shellypro3em-abc/status/em:0", #"{"id":0,"total_act_power":-2.0}"#))
+            messages.append(("shellypro3em-abc/status/emdata:0", try Repository.payload("shellypro3em-abc/status/emdata:0")))
+            messages.append(("evcc/site/battery/power", "-1200"))
+            messages.append(("evcc/site/battery/soc", String(60 + round / 2)))
         }
+        try await publishInOrder(broker, messages)
         let text = await Self.finish(process, output)
         #expect(process.exitCode == 1, "\(text)")
         #expect(text.contains("  solar: no message on Solar/ac/power"), "\(text)")
@@ -122,7 +123,7 @@ struct ListenTests {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
         let (process, output) = try await Self.listen(try Self.config(port: broker.port), seconds: 12, broker: broker, folder: folder)
-        for _ in 0..<3 { try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"id":0,"errors":["phase_sequence"]}"#) }
+        try await publishInOrder(broker, Array(repeating: ("shellypro3em-abc/status/em:0", #"{"id":0,"errors":["phase_sequence"]}"#), count: 3))
         try await Self.night(broker)
         let text = await Self.finish(process, output)
         #expect(text.contains("grid: 3 messages without the field total_act_power; the topic carries other messages too"), "\(text)")

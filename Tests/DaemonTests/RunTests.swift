@@ -10,7 +10,7 @@ import TestSupport
 import Testing
 
 /// `flowbridge run` against a real mosquitto started by the test on a free loopback port.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct RunTests {
     /// A running daemon: its combined output (NDJSON pushes and log lines) in a file.
     final class Daemon {
@@ -44,16 +44,12 @@ struct RunTests {
         var text: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
         var pushes: [JSONValue] { text.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? JSONValue(parsing: String($0)) } }
 
-        /// Waits until the output holds `text` (`count` times; bounded).
+        /// Waits until the output holds `needle` (`count` times; bounded, and no longer than the
+        /// daemon runs).
         func waitFor(_ needle: String, count: Int = 1, timeout: Duration = readinessTimeout) async -> Bool {
-            let clock = ContinuousClock()
-            let deadline = clock.now + timeout
             func found() -> Bool { text.components(separatedBy: needle).count - 1 >= count }
-            while !found() {
-                if clock.now >= deadline || !process.isRunning { return found() }
-                try? await Task.sleep(for: .milliseconds(20))
-            }
-            return true
+            _ = await eventually(timeout: timeout) { found() || !process.isRunning }
+            return found()
         }
 
         /// SIGTERM, and the daemon is gone within 2 s with status 0.
@@ -124,9 +120,10 @@ struct RunTests {
         try await broker.restart()
         // One SUBSCRIBE (and SUBACK) for all topics per connection: the second connection has subscribed.
         #expect(await broker.waitForLog("Sending SUBACK to flowbridge-test", count: 2, timeout: .seconds(20)), "\(daemon.text)")
-        #expect(broker.log.components(separatedBy: "Received SUBSCRIBE from flowbridge-test").count - 1 == 2, "\(broker.log)")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":-777}"#)
         #expect(await daemon.waitFor(#""rate":-777"#), "\(daemon.text)")
+        // Counted once the reading shows the second connection has all its topics.
+        #expect(broker.logCount("Received SUBSCRIBE from flowbridge-test") == 2, "\(broker.log)")
         await daemon.stop()
     }
 
@@ -307,8 +304,12 @@ struct RunTests {
             try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":\#(watts)}"#)
         }
         #expect(await eventually { log().contains("standard output does not take") }, "\(log())")
-        #expect(log().components(separatedBy: "standard output does not take").count == 2, "\(log())")
         #expect(process.isRunning)
+        // Said once: counted after a stop, when the sink has had every push.
+        process.terminate()
+        #expect(await eventually { !process.isRunning }, "\(log())")
+        #expect(log().contains("stopped (dry run"), "\(log())")
+        #expect(log().components(separatedBy: "standard output does not take").count == 2, "\(log())")
     }
 
     /// `run --dry-run > fifo` with a reader that never reads: the pipe fills, the stdout sink
@@ -377,14 +378,18 @@ struct RunTests {
         let lock = try Data(contentsOf: URL(fileURLWithPath: service.statePath + ".lock"))
         #expect(try await broker.receive(topic: "flowbridge/status").first?.text == "offline")
 
+        // Its clock's ticks are seen as systemd's watchdog pings: each tick is when a run saves.
+        let notify = try NotifySocket(in: service.folder)
         let dry = try Daemon(
-            config: Self.config(port: broker.port, state: service.statePath), folder: service.folder, arguments: ["--dry-run"], name: "dry")
+            config: Self.config(port: broker.port, state: service.statePath), folder: service.folder, arguments: ["--dry-run"],
+            environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"], name: "dry")
         #expect(await dry.waitFor("connected to"), "\(dry.text)")
         #expect(dry.text.contains("continuing the day"), "\(dry.text)")
         try await broker.publish(topic: "solar/ac/power", payload: "2500")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":-500}"#)
         #expect(await dry.waitFor(#""rate":2500"#), "\(dry.text)")
-        try await Task.sleep(for: .seconds(6))  // past the interval of a state save
+        // Six ticks since: past the interval of a state save (5 s).
+        #expect(await notify.ticks(6), "\(notify.received)")
         #expect(try await broker.receive(topic: "flowbridge/status").first?.text == "offline")  // no "online"
         #expect(!broker.log.contains("Client flowbridge-test already connected"))
         await dry.stop()
@@ -467,7 +472,7 @@ struct RunTests {
         #expect(await daemon.waitFor("connected to"))
         await broker.stop()
         #expect(await daemon.waitFor("broker connection:"), "\(daemon.text)")
-        try await Task.sleep(for: .seconds(65))
+        try await Task.sleep(for: .seconds(65))  // time passing: an outage long enough for the reconnect delay to reach its cap
         try await broker.start()
         #expect(await daemon.waitFor("connected to", count: 2, timeout: .seconds(20)), "\(daemon.text)")
         try await broker.publish(topic: "solar/ac/power", payload: "65")
@@ -502,11 +507,14 @@ struct RunTests {
         let folder = TemporaryFolder()
         let config = Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path)
             + "\nkeepalive:\n  - {topic: R/c0619ab1d2e3/keepalive, interval: 1s}\n"
-        let daemon = try Daemon(config: config, folder: folder)
+        // Its clock's ticks are seen as systemd's watchdog pings: a keepalive goes out after each.
+        let notify = try NotifySocket(in: folder)
+        let daemon = try Daemon(config: config, folder: folder, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"])
         #expect(await daemon.waitFor("connected to"))
         await broker.kill()
         #expect(await daemon.waitFor("publish to 'R/c0619ab1d2e3/keepalive' failed"), "\(daemon.text)")
-        try await Task.sleep(for: .seconds(3))
+        // Three ticks since: two more keepalives (each sent after its tick's ping) have failed too.
+        #expect(await notify.ticks(3), "\(notify.received)")
         #expect(daemon.text.components(separatedBy: "publish to 'R/c0619ab1d2e3/keepalive' failed").count - 1 == 1, "\(daemon.text)")
         await daemon.stop()
     }
@@ -573,19 +581,30 @@ final class NotifySocket {
 
     /// The next datagram (in order) that matches, polling without blocking a thread; nil on timeout.
     func next(timeout: Duration = readinessTimeout, where matches: (String) -> Bool) async -> String? {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            while case let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)), count > 0 {
-                received.append(String(decoding: buffer[..<count], as: UTF8.self))
-            }
+        await poll(timeout: timeout) {
+            readPending()
             while consumed < received.count {
                 consumed += 1
                 if matches(received[consumed - 1]) { return received[consumed - 1] }
             }
-            if clock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
+            return nil
+        }
+    }
+
+    /// Waits for `count` watchdog pings sent from now on (the daemon pings after each tick of its
+    /// clock), the ones already sent set aside.
+    func ticks(_ count: Int) async -> Bool {
+        readPending()
+        consumed = received.count
+        for _ in 0..<count where await next(where: { $0 == "WATCHDOG=1" }) == nil { return false }
+        return true
+    }
+
+    /// Takes the datagrams that have come.
+    private func readPending() {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while case let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)), count > 0 {
+            received.append(String(decoding: buffer[..<count], as: UTF8.self))
         }
     }
 }

@@ -6,7 +6,7 @@ import Testing
 
 /// How `run` takes stop signals: one stop asked twice at once (`timeout`, a supervisor that
 /// signals the child and its group) is one graceful stop; a second signal later exits at once.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct SignalTests {
     /// Two SIGTERMs back to back, as `timeout` sends them to the child and then its group: the
     /// state is written and the exit status is 0, every time.

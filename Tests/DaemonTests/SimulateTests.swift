@@ -11,7 +11,7 @@ import TestSupport
 import Testing
 
 /// `flowbridge simulate`: its trace replayed through `Config/demo.yaml`, and live against a real broker.
-@Suite struct SimulateTests {
+@Suite(.ownThread) struct SimulateTests {
     static let demoConfig = Repository.root.appendingPathComponent("Config/demo.yaml").path
     static let date = CivilDate(year: 2026, month: 6, day: 21)
     /// The binaries' system zone, set through `TZ` (the test process's own can change while other
@@ -217,12 +217,14 @@ import Testing
         let folder = TemporaryFolder()
         let output = folder.url.appendingPathComponent("out.log").path
         let process = try ChildProcess(Repository.binary, ["simulate", "--broker", "127.0.0.1:1", "--speed", "720"], outputFile: output)
-        try await Task.sleep(for: .milliseconds(500))
+        func said() -> String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
+        // It has tried, been refused, and goes on trying.
+        #expect(await eventually { said().contains("; retrying") || !process.isRunning }, "\(said())")
         #expect(process.isRunning)
         process.send(SIGINT)
         #expect(await process.waitForExit(timeout: .seconds(3)))
         #expect(process.exitCode == 0)
-        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        let text = said()
         #expect(!text.contains("simulating"), "never connected, so never said it publishes: \(text)")
     }
 

@@ -1,5 +1,6 @@
 import Commands
 import Configuration
+import Mosquitto
 import Persistence
 import Platform
 import Runtime
@@ -62,7 +63,7 @@ func runProgram(
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
-    if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
+    process.environment = ChildProcess.startEnvironment.merging(environment) { _, new in new }
     let out = Pipe()
     let err = Pipe()
     let input = Pipe()
@@ -76,6 +77,25 @@ func runProgram(
     let errData = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+}
+
+/// Publishes `messages` (topic, payload) in order over one connection of flowbridge's own MQTT client, and returns
+/// once the broker has taken them all. For a listen with a fixed window (`check --listen`,
+/// `discover`): its messages must all come inside it, and one `mosquitto_pub` each takes a second
+/// or more on a machine busy with the parallel suite.
+func publishInOrder(_ broker: MosquittoBroker, _ messages: [(String, String)]) async throws {
+    let user = broker.users.keys.sorted().first
+    let options = MQTTOptions(
+        port: broker.port, clientID: "test-publisher-\(UUID().uuidString.prefix(8))", username: user, password: user.flatMap { broker.users[$0] },
+        tls: broker.tlsFiles.map { TLSOptions(caFile: $0.caFile) })
+    let client = try MQTTClient(options: options, subscriptions: [])
+    try client.start()
+    defer { client.stop() }
+    guard await eventually({ client.isConnected }) else { throw BrokerError("the publisher did not connect. Log:\n\(broker.log)") }
+    for (topic, payload) in messages { try client.publish(topic: topic, payload: Array(payload.utf8), qos: .atMostOnce) }
+    guard await broker.waitForLog("Received PUBLISH from \(options.clientID)", count: messages.count) else {
+        throw BrokerError("the broker did not get all \(messages.count) messages. Log:\n\(broker.log)")
+    }
 }
 
 /// A temporary folder removed at the end of the test.
@@ -166,7 +186,7 @@ func runFlowbridgeMeasured(_ arguments: [String], environment: [String: String] 
     posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     let argv = ([Repository.binary] + arguments).map { strdup($0) } + [nil]
     defer { argv.forEach { free($0) } }
-    let variables = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    let variables = ChildProcess.startEnvironment.merging(environment) { _, new in new }
     let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer { envp.forEach { free($0) } }
     var pid = pid_t()

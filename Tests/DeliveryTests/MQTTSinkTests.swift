@@ -4,12 +4,13 @@ import FlowCore
 import FoundationEssentials
 import Mosquitto
 import Synchronization
+import TestSupport
 import Testing
 
 /// The MQTT sink around its connection: `take` never waits for it, nothing queues up while it is
 /// down, a connect publishes the current truth, and Home Assistant's status is the sink's alone.
 /// (With a real broker and the real daemon: `MQTTOutputRunTests`.)
-@Suite(.timeLimit(.minutes(1))) struct MQTTSinkTests {
+@Suite(.timeLimit(.minutes(1)), .ownThread) struct MQTTSinkTests {
     /// A connection that refuses publishes while down (as libmosquitto does) and can be held up
     /// inside a publish, as a connection whose lock the network thread holds.
     final class Connection: MQTTPublishing {
@@ -37,13 +38,9 @@ import Testing
             published.withLock { $0.append(Published(topic: topic, payload: try? JSONValue(parsing: payload), retain: retain)) }
         }
 
-        /// Waits (bounded) until what was published satisfies `condition`.
+        /// Waits (bounded) until what was published satisfies `condition`; what was published then.
         func wait(until condition: ([Published]) -> Bool) async -> [Published] {
-            for _ in 0..<500 {
-                let seen = published.withLock { $0 }
-                if condition(seen) { return seen }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
+            _ = await eventually { condition(published.withLock { $0 }) }
             return published.withLock { $0 }
         }
     }
@@ -64,9 +61,7 @@ import Testing
         let pushes = OutboxTests.pushes([-1400, -900, -400, 300])
         for push in pushes { sink.take(push) }
         // Each push's content and patch are tried, and refused, before the connection comes up.
-        for _ in 0..<500 where connection.attempts.load(ordering: .relaxed) < 2 * pushes.count {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        _ = await eventually { connection.attempts.load(ordering: .relaxed) >= 2 * pushes.count }
         #expect(connection.attempts.load(ordering: .relaxed) == 2 * pushes.count)
         #expect(connection.published.withLock { $0.isEmpty })
 
@@ -89,11 +84,14 @@ import Testing
         connection.holding.store(false, ordering: .relaxed)
         connection.release.signal()
         let last = OutboxTests.document(1999).json
-        let seen = await connection.wait { $0.last { $0.topic == "flowbridge/power/content" }?.payload == last }
+        // Each push's content goes out before its patch: wait for both.
+        func patched(_ seen: [Connection.Published]) -> JSONValue {
+            seen.filter { $0.topic == "flowbridge/power/patch" }.reduce(JSONValue.null) { MergePatch.apply($1.payload ?? .null, to: $0) }
+        }
+        let seen = await connection.wait { $0.last { $0.topic == "flowbridge/power/content" }?.payload == last && patched($0) == last }
         #expect(seen.last { $0.topic == "flowbridge/power/content" }?.payload == last)
         // The patches published add up to the newest document.
-        let patched = seen.filter { $0.topic == "flowbridge/power/patch" }.reduce(JSONValue.null) { MergePatch.apply($1.payload ?? .null, to: $0) }
-        #expect(patched == last)
+        #expect(patched(seen) == last)
         sink.stop(timeout: .seconds(1))
     }
 

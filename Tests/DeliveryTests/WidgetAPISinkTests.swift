@@ -8,7 +8,7 @@ import Testing
 /// The widget API sink against the widget stand-in (a real HTTP server in its own process) that
 /// fails on demand: after every failure the widget shows the engine's newest document, at most one
 /// request is ever in flight, and what goes out after a failure follows the contract's table.
-@Suite struct WidgetAPISinkTests {
+@Suite(.ownThread) struct WidgetAPISinkTests {
     /// What the sink logged.
     final class LogLines: Sendable {
         let lines = Mutex<[Diagnostic]>([])
@@ -83,9 +83,11 @@ import Testing
             $0.bodyKey = "data"
         }
         var engine = Engine()
-        sink.take(engine.push(100))
+        let first = engine.push(100)
+        sink.take(first)
         let last = engine.push(200)
-        try await Task.sleep(for: .milliseconds(50))
+        // Shown before the next is taken: a replace and then a patch, not one coalesced request.
+        #expect(await service.waitUntil { $0.document == Self.content(first) } != nil, "\(log.text)")
         sink.take(last)
         let seen = await service.waitUntil { $0.document == Self.content(last) }
         #expect(seen?.requests.first?.method == "POST", "\(log.text)")
@@ -186,7 +188,8 @@ import Testing
         #expect(seen.requests.map(\.method) == ["PUT", "PATCH"], "\(log.text)")
         #expect(seen.requests.last?.content == ["flow": ["exchange": ["rate": 1100]]])
         #expect(seen.maxInFlight == 1)
-        #expect(log.all.contains { $0.level == .info && $0.message.contains("delivered again") }, "\(log.text)")
+        // Said once the sink has read the answer, which may be a moment after the service had it.
+        #expect(await eventually { log.all.contains { $0.level == .info && $0.message.contains("delivered again") } }, "\(log.text)")
         #expect(sink.stop(timeout: .seconds(2)))
     }
 
@@ -198,9 +201,9 @@ import Testing
         var engine = Engine()
         sink.take(engine.push(100, level: 150))  // a level the spec rejects
         #expect(await service.waitUntil { $0.requests.count >= 1 } != nil)
-        try await Task.sleep(for: .milliseconds(600))  // longer than the longest backoff
-        #expect(try service.snapshot().requests.count == 1)
-        #expect(log.all.contains { $0.level == .error && $0.message.contains("flow.storage.level: must be between 0 and 100") }, "\(log.text)")
+        // The sink has read the rejection; a resend would come within the longest backoff (0.4 s).
+        #expect(await eventually { log.all.contains { $0.level == .error && $0.message.contains("flow.storage.level: must be between 0 and 100") } }, "\(log.text)")
+        #expect(await consistently(for: .milliseconds(600)) { (try? service.snapshot().requests.count) == 1 })
         let good = engine.push(100, level: 50)
         sink.take(good)
         let seen = await service.waitUntil { $0.document == Self.content(good) }
@@ -273,9 +276,11 @@ import Testing
         let log = LogLines()
         var engine = Engine()
         let before = try Self.sink(service, log: log)
-        before.take(engine.push(100))
+        let first = engine.push(100)
+        before.take(first)
         let shown = engine.push(200)
-        try await Task.sleep(for: .milliseconds(50))
+        // Shown before the next is taken: two requests, not one coalesced.
+        #expect(await service.waitUntil { $0.document == Self.content(first) } != nil)
         before.take(shown)
         #expect(await service.waitUntil { $0.document == Self.content(shown) && $0.requests.count == 2 } != nil)
         #expect(before.stop(timeout: .seconds(2)))

@@ -7,7 +7,7 @@ import Testing
 /// What the broker refuses, and what it must not send: a subscription its ACL forbids (SUBACK
 /// 0x80), a publish it forbids (an MQTT 5 PUBACK), a message larger than the client takes (MQTT 5
 /// Maximum Packet Size; under 3.1.1 left unread), and MQTT 5 itself (a 3.1.1-only broker).
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .timeLimit(.minutes(1)), .ownThread)
 struct BrokerRefusalTests {
     /// A broker that lets anonymous clients subscribe to `meters/#` and nothing else, and publish nothing.
     static func aclBroker() async throws -> MosquittoBroker { try await MosquittoBroker.restricted(reading: ["meters/#"]) }

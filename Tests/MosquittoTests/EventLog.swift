@@ -11,8 +11,11 @@ final class EventLog: Sendable {
     private let storage = Storage()
 
     init(_ events: MQTTEvents) {
-        Task { [storage] in
+        // On a thread of its own, as the tests are (`.ownThread`): the shared pool may be busy.
+        let executor = ThreadExecutor(name: "event log")
+        Task(executorPreference: executor) { [storage] in
             for await event in events { storage.state.withLock { $0.events.append(event) } }
+            executor.finish()
         }
     }
 
@@ -22,10 +25,8 @@ final class EventLog: Sendable {
     /// The next event in order that matches `predicate`; the ones skipped on the way are consumed.
     /// `nil` when none arrives within `timeout`.
     func next(timeout: Duration = readinessTimeout, where predicate: (MQTTEvent) -> Bool = { _ in true }) async -> MQTTEvent? {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while true {
-            let found: MQTTEvent? = storage.state.withLock { s in
+        await poll(timeout: timeout) {
+            storage.state.withLock { s in
                 while s.consumed < s.events.count {
                     let event = s.events[s.consumed]
                     s.consumed += 1
@@ -33,9 +34,6 @@ final class EventLog: Sendable {
                 }
                 return nil
             }
-            if let found { return found }
-            if clock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(10))
         }
     }
 

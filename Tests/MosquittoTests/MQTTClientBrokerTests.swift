@@ -1,11 +1,11 @@
 import Foundation
 import Testing
-import Mosquitto
+@testable import Mosquitto
 import TestSupport
 
 /// The client against a real mosquitto broker. Every test starts its own broker on its own port,
 /// so they run in parallel; every wait is bounded.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .timeLimit(.minutes(1)), .ownThread)
 struct MQTTClientBrokerTests {
     /// Options for `broker` with a unique client ID and a quick reconnect, so tests stay short.
     static func options(_ broker: MosquittoBroker, _ change: (inout MQTTOptions) -> Void = { _ in }) -> MQTTOptions {
@@ -86,7 +86,9 @@ struct MQTTClientBrokerTests {
         var topics: Set<String> = []
         for _ in 0..<2 { if let message = await log.nextMessage() { topics.insert(message.topic) } }
         #expect(topics == ["a/x", "b/y"])
-        #expect(await log.nextMessage(timeout: .milliseconds(300)) == nil)
+        // Nothing else: the next message is one published after the retained ones were sent.
+        try await broker.publish(topic: "a/end", payload: "end")
+        #expect(await log.nextMessage()?.topic == "a/end", "\(log.all)")
     }
 
     // MARK: Publishing
@@ -147,7 +149,8 @@ struct MQTTClientBrokerTests {
         #expect(reason.contains("127.0.0.1:\(broker.port)"), "\(reason)")
         #expect(!client.isConnected)
 
-        try await Task.sleep(for: .milliseconds(300))
+        // The client tries again while the broker is away, and is refused: an outage it saw.
+        #expect(await log.nextDisconnect()?.contains("Connection refused") == true, "\(log.all)")
         try await broker.start()  // same port, no persistence: it knows nothing of our subscription
         #expect(await log.nextConnected(timeout: .seconds(10)), "\(log.all)\n\(broker.log)")
         #expect(client.isConnected)
@@ -262,7 +265,10 @@ struct MQTTClientBrokerTests {
             let reason = try #require(await log.nextDisconnect(), "\(log.all)")
             #expect(reason.contains("certificate verify failed"), "\(reason)")
             #expect(!client.isConnected)
-            try await Task.sleep(for: .milliseconds(300))
+            // The client comes again (and again): by its second retry, the first one has failed
+            // the same way, and said nothing new.
+            let connections = broker.logCount("New connection from")
+            #expect(await broker.waitForLog("New connection from", count: connections + 2), "\(broker.log)")
             #expect(log.all.count == 1, "\(log.all)")
         }
     }
@@ -308,14 +314,14 @@ struct MQTTClientBrokerTests {
     @Test("an orderly stop does not fire the will")
     func orderlyStopKeepsWillUnsent() async throws {
         let broker = try await MosquittoBroker()
-        let (client, log) = try Self.started(Self.options(broker) {
-            $0.will = Will(topic: "flowbridge/status", payload: Array("will-fired".utf8))
-        }, [])
+        let options = Self.options(broker) { $0.will = Will(topic: "flowbridge/status", payload: Array("will-fired".utf8)) }
+        let (client, log) = try Self.started(options, [])
         #expect(await log.nextConnected())
         try client.publish(topic: "flowbridge/status", payload: Array("online".utf8), qos: .atLeastOnce, retain: true)
         #expect(try await broker.receive(topic: "flowbridge/status").map(\.text) == ["online"])
         client.stop()
-        try await Task.sleep(for: .milliseconds(200))
+        // The broker has ended the session: a will it were to send is sent by now.
+        #expect(await broker.waitForLog("Client \(options.clientID) disconnected"), "\(broker.log)")
         #expect(try await broker.receive(topic: "flowbridge/status").map(\.text) == ["online"])
     }
 
@@ -399,7 +405,8 @@ struct MQTTClientBrokerTests {
         for n in 0..<total {
             try publisher.publish(topic: "burst/\(n % 7)", payload: Array(String(n).utf8), qos: .atLeastOnce)
         }
-        try await Task.sleep(for: .milliseconds(300))  // let the buffer fill and the producer block
+        // The buffer is full: the network thread waits to put the next message in.
+        #expect(await eventually { consumer.events.bufferedCount == consumer.events.capacity })
         var received: [Int] = []
         while received.count < total {
             guard case .message(let message)? = await events.next() else { break }
@@ -414,7 +421,8 @@ struct MQTTClientBrokerTests {
         for n in 0..<10 { try await broker.publish(topic: "full/\(n)", payload: "x", retain: true) }
         let client = try MQTTClient(options: Self.options(broker), subscriptions: ["full/#"], bufferCapacity: 2)
         try client.start()
-        try await Task.sleep(for: .milliseconds(500))  // connected + 2 buffered; the thread now waits
+        // Connected and a message buffered, the buffer full: the network thread now waits.
+        #expect(await eventually { client.events.bufferedCount == 2 })
         let clock = ContinuousClock()
         let elapsed = clock.measure { client.stop() }
         #expect(elapsed < .seconds(2), "stop took \(elapsed)")
@@ -469,6 +477,8 @@ struct MQTTClientBrokerTests {
         for topic in ["old/x", "new/x"] { try await broker.publish(topic: topic, payload: topic) }
         let after = await log.nextMessage(timeout: .seconds(5))
         #expect(after?.topic == "kept/x" || after?.topic == "new/x", "\(log.all)")
+        // new/x went out after old/x: once it is here (the second time), old/x would be too.
+        #expect(await eventually { log.all.filter { if case .message(let m) = $0 { m.topic == "new/x" } else { false } }.count == 2 }, "\(log.all)")
         #expect(log.all.allSatisfy { if case .message(let m) = $0 { m.topic != "old/x" } else { true } }, "\(log.all)")
     }
 

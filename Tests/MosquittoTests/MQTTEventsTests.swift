@@ -7,40 +7,51 @@ import TestSupport
 /// The buffer between the network thread and the consumer, on its own: no broker.
 /// Producers run on dedicated threads (as the client's network thread does), never on the
 /// dispatch or cooperative pools: a producer blocked there would starve the consumer's task.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(1)), .ownThread)
 struct MQTTEventsTests {
     static func message(_ n: Int) -> MQTTEvent {
         .message(MQTTMessage(topic: "t/\(n)", payload: [UInt8(n % 256)]))
     }
 
-    /// Pushes `count` events from its own thread; `count` tells how many pushes have returned.
+    /// Pushes `items` from its own thread; `count` tells how many pushes have returned, `started`
+    /// how many were called (the one past `count` is under way, or blocked).
     final class Producer: Sendable {
         let pushed = Atomic<Int>(0)
+        let calls = Atomic<Int>(0)
         let results = Mutex<[Bool]>([])
         let total: Int
 
-        init(into events: MQTTEvents, count: Int) {
-            total = count
+        init(into events: MQTTEvents, _ items: [MQTTEvent]) {
+            total = items.count
             Thread.detachNewThread { [self] in
-                for n in 0..<count {
-                    let accepted = events.push(MQTTEventsTests.message(n))
+                for item in items {
+                    calls.add(1, ordering: .sequentiallyConsistent)
+                    let accepted = events.push(item)
                     results.withLock { $0.append(accepted) }
                     pushed.add(1, ordering: .sequentiallyConsistent)
                 }
             }
         }
 
+        convenience init(into events: MQTTEvents, count: Int) {
+            self.init(into: events, (0..<count).map(MQTTEventsTests.message))
+        }
+
         var count: Int { pushed.load(ordering: .sequentiallyConsistent) }
+        var started: Int { calls.load(ordering: .sequentiallyConsistent) }
 
         /// Waits (bounded) until every push has returned.
         func finished() async -> Bool { await waitFor(total) }
 
         /// Waits (bounded) until `count` pushes have returned.
-        func waitFor(_ expected: Int, timeout: Duration = readinessTimeout) async -> Bool {
-            let clock = ContinuousClock()
-            let deadline = clock.now + timeout
-            while count < expected && clock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
-            return count >= expected
+        func waitFor(_ expected: Int) async -> Bool { await eventually { count >= expected } }
+
+        /// Waits until the push after the `count` returned ones has been called, then whether it
+        /// stays blocked for `window`. A push cannot be seen to block, only to not return; the
+        /// window is time given to a push that ignored the capacity to return.
+        func staysBlocked(after count: Int, for window: Duration = .milliseconds(200)) async -> Bool {
+            guard await waitFor(count), await eventually({ started > count }) else { return false }
+            return await consistently(for: window) { self.count == count }
         }
     }
 
@@ -60,9 +71,8 @@ struct MQTTEventsTests {
     func capacityRespected() async {
         let events = MQTTEvents(capacity: 3)
         let producer = Producer(into: events, count: 5)
-        #expect(await producer.waitFor(3))
         // Give a producer that ignored the capacity every chance to show it.
-        try? await Task.sleep(for: .milliseconds(200))
+        #expect(await producer.staysBlocked(after: 3))
         #expect(producer.count == 3)
         #expect(events.bufferedCount == 3)
 
@@ -73,7 +83,6 @@ struct MQTTEventsTests {
         #expect(await iterator.next() == Self.message(0))
         #expect(iterator.hasBuffered)
         #expect(await producer.waitFor(5))
-        try? await Task.sleep(for: .milliseconds(100))
         #expect(producer.count == 5)
         #expect(events.bufferedCount == 2)
 
@@ -86,8 +95,7 @@ struct MQTTEventsTests {
     func finishWakesProducerAndDrains() async {
         let events = MQTTEvents(capacity: 2)
         let producer = Producer(into: events, count: 3)
-        #expect(await producer.waitFor(2))
-        try? await Task.sleep(for: .milliseconds(50))
+        #expect(await producer.staysBlocked(after: 2, for: .milliseconds(50)))
         #expect(producer.count == 2)  // the third push is blocked
 
         events.finish()
@@ -102,11 +110,20 @@ struct MQTTEventsTests {
         #expect(events.push(Self.message(9)) == false)
     }
 
+    /// A task waiting in `events.next()`. The buffer does not show its waiters, so this gives the
+    /// task a moment to get there: the one fixed sleep here, a wait for nothing a test can see.
+    /// A task that is late meets the event, the finish or its cancellation already there, answers the
+    /// same, and the test passes without exercising the wait: it never fails for it.
+    static func waitingConsumer(_ events: MQTTEvents) async -> Task<MQTTEvent?, Never> {
+        let consumer = Task { await events.next() }
+        try? await Task.sleep(for: .milliseconds(50))
+        return consumer
+    }
+
     @Test("finish wakes a waiting consumer with nil")
     func finishWakesConsumer() async {
         let events = MQTTEvents(capacity: 4)
-        let consumer = Task { await events.next() }
-        try? await Task.sleep(for: .milliseconds(50))
+        let consumer = await Self.waitingConsumer(events)
         events.finish()
         #expect(await consumer.value == nil)
     }
@@ -114,8 +131,7 @@ struct MQTTEventsTests {
     @Test("an event pushed while the consumer waits is handed over directly")
     func handOffToWaitingConsumer() async {
         let events = MQTTEvents(capacity: 1)
-        let consumer = Task { await events.next() }
-        try? await Task.sleep(for: .milliseconds(50))
+        let consumer = await Self.waitingConsumer(events)
         #expect(events.push(Self.message(7)))
         #expect(await consumer.value == Self.message(7))
         #expect(events.bufferedCount == 0)
@@ -124,8 +140,7 @@ struct MQTTEventsTests {
     @Test("cancelling a waiting consumer returns nil and the sequence keeps working")
     func cancellation() async {
         let events = MQTTEvents(capacity: 4)
-        let consumer = Task { await events.next() }
-        try? await Task.sleep(for: .milliseconds(50))
+        let consumer = await Self.waitingConsumer(events)
         consumer.cancel()
         #expect(await consumer.value == nil)
         #expect(events.push(Self.message(1)))
@@ -159,19 +174,10 @@ struct MQTTEventsTests {
             .message(MQTTMessage(topic: "t", payload: [UInt8](repeating: UInt8(n), count: bytes - 1)))
         }
         let sizes = [600, 300, 200, 5000, 10]
-        let pushed = Atomic<Int>(0)
-        Thread.detachNewThread {
-            for (n, size) in sizes.enumerated() {
-                events.push(message(n, bytes: size))
-                pushed.add(1, ordering: .sequentiallyConsistent)
-            }
-        }
-        func settledCount() async -> Int {
-            try? await Task.sleep(for: .milliseconds(200))
-            return pushed.load(ordering: .sequentiallyConsistent)
-        }
+        let producer = Producer(into: events, sizes.enumerated().map { message($0.offset, bytes: $0.element) })
         // 600 + 300 fit; 200 more would pass 1000 bytes: the producer waits.
-        #expect(await settledCount() == 2)
+        #expect(await producer.staysBlocked(after: 2))
+        #expect(producer.count == 2)
         #expect(events.bufferedBytes == 900)
         var received: [MQTTEvent] = []
         var iterator = events.makeAsyncIterator()

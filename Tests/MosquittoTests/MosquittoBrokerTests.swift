@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 
 /// The test broker itself: if these fail, the client tests' failures mean nothing.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .timeLimit(.minutes(1)), .ownThread)
 struct MosquittoBrokerTests {
     @Test("listens on its own loopback port, stops orderly on SIGTERM, restarts on the same port")
     func lifecycle() async throws {

@@ -17,12 +17,26 @@ public final class ChildProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var status: Int32?
 
+    /// The environment this process started with (`/proc/self/environ`), on which the children's
+    /// is built. Not the current one: tests here switch `TZ` while they compute local times in
+    /// other zones (`SystemTimeZone`), and a daemon started meanwhile kept its day in that zone.
+    public static let startEnvironment: [String: String] = {
+        guard let data = FileManager.default.contents(atPath: "/proc/self/environ") else { return ProcessInfo.processInfo.environment }
+        var variables: [String: String] = [:]
+        for entry in data.split(separator: 0) {
+            let text = String(decoding: entry, as: UTF8.self)
+            guard let equals = text.firstIndex(of: "=") else { continue }
+            variables[String(text[..<equals])] = String(text[text.index(after: equals)...])
+        }
+        return variables
+    }()
+
     /// Starts `path` with `arguments`.
     /// - Parameters:
     ///   - outputFile: stdout and stderr are appended to it (`nil`: discarded).
     ///   - errorFile: stderr goes here instead, when given.
     ///   - standardInput: a file to read stdin from (`nil`: /dev/null).
-    ///   - environment: variables added to (or replacing ones in) our own environment.
+    ///   - environment: variables added to (or replacing ones in) the one we started with.
     public init(_ path: String, _ arguments: [String], outputFile: String? = nil, errorFile: String? = nil,
                 standardInput: String? = nil, environment: [String: String] = [:]) throws {
         var attributes = posix_spawnattr_t()
@@ -54,8 +68,7 @@ public final class ChildProcess: @unchecked Sendable {
 
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
-        var variables = ProcessInfo.processInfo.environment
-        variables.merge(environment) { _, new in new }
+        let variables = Self.startEnvironment.merging(environment) { _, new in new }
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in envp { free(pointer) } }
         var pid = pid_t()
@@ -97,12 +110,6 @@ public final class ChildProcess: @unchecked Sendable {
     /// Waits (polling, so no thread is blocked) until the child has exited or `timeout` passes.
     @discardableResult
     public func waitForExit(timeout: Duration) async -> Bool {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while isRunning {
-            if clock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return true
+        await eventually(timeout: timeout) { !isRunning }
     }
 }

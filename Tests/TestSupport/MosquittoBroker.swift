@@ -19,7 +19,7 @@ import Glibc
 /// Everything (process, temp dir) goes away in `deinit`. The broker's log (`log_type all`) is in
 /// `logFile`; `log` reads it, useful in failure messages.
 ///
-/// Waiting is async (polling with `Task.sleep`), never blocking: Swift Testing runs tests in
+/// Waiting is async (polling through `poll`), never blocking: Swift Testing runs tests in
 /// parallel on a cooperative pool as small as the core count, and a blocked thread there stalls
 /// every other test.
 ///
@@ -139,14 +139,12 @@ public final class MosquittoBroker: @unchecked Sendable {
         func runningLines() -> Int { log().components(separatedBy: " running\n").count }
         let startsBefore = runningLines()  // the log is appended to by every start on this port
         let process = try ChildProcess(executablePath!, ["-c", configFile], outputFile: logFile)
-        let clock = ContinuousClock()
-        let deadline = clock.now + readinessTimeout
-        while clock.now < deadline {
-            if runningLines() > startsBefore, process.isRunning, acceptsConnections(port: port) { return process }
-            if !process.isRunning { throw BrokerError("mosquitto exited during start-up. Log:\n\(log())") }
-            try await Task.sleep(for: .milliseconds(10))
+        let accepting = await eventually { !process.isRunning || (runningLines() > startsBefore && acceptsConnections(port: port)) }
+        guard process.isRunning else { throw BrokerError("mosquitto exited during start-up. Log:\n\(log())") }
+        guard accepting else {
+            throw BrokerError("mosquitto did not accept connections on port \(port) within \(readinessTimeout). Log:\n\(log())")
         }
-        throw BrokerError("mosquitto did not accept connections on port \(port) within \(readinessTimeout). Log:\n\(log())")
+        return process
     }
 
     /// SIGTERM: the broker shuts down orderly. Waits (bounded) for it to exit.
@@ -181,18 +179,15 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// The broker's log so far.
     public var log: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
 
+    /// How many times the log holds `text` so far.
+    public func logCount(_ text: String) -> Int { log.components(separatedBy: text).count - 1 }
+
     /// Waits until the log contains `text` at least `count` times. Useful to know that a client's
-    /// SUBSCRIBE has been processed (mosquitto logs "Sending SUBACK to <client id>").
+    /// SUBSCRIBE has been processed (mosquitto logs "Sending SUBACK to <client id>"). A readiness
+    /// wait (see `readinessTimeout`): it returns as soon as the line is there.
     @discardableResult
-    /// A readiness wait (see `readinessTimeout`): it returns as soon as the line is there.
     public func waitForLog(_ text: String, count: Int = 1, timeout: Duration = readinessTimeout) async -> Bool {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while clock.now < deadline {
-            if log.components(separatedBy: text).count - 1 >= count { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return false
+        await eventually(timeout: timeout) { logCount(text) >= count }
     }
 
     // MARK: Command-line clients
@@ -215,7 +210,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         if retain { args.append("-r") }
         if mqtt5 || messageExpirySeconds != nil { args += ["-V", "mqttv5"] }
         if let messageExpirySeconds { args += ["-D", "publish", "message-expiry-interval", String(messageExpirySeconds)] }
-        let result = try await Self.run("mosquitto_pub", args, directory: directory, timeout: .seconds(5))
+        let result = try await Self.run("mosquitto_pub", args, directory: directory)
         guard result.status == 0 else { throw BrokerError("mosquitto_pub failed (\(result.status)): \(result.output)") }
     }
 
@@ -251,12 +246,21 @@ public final class MosquittoBroker: @unchecked Sendable {
             self.clientID = clientID
         }
 
-        /// Waits for the subscriber to finish (it stops itself at `count` messages or its `-W`
-        /// timeout; killed 2 s after that at the latest) and returns what it received.
-        public func messages(timeout: Duration = readinessTimeout) async -> [ReceivedMessage] {
-            if !(await process.waitForExit(timeout: timeout)) { process.send(SIGKILL) }
+        /// What it received so far (mosquitto_sub writes each message as it comes).
+        public var received: [ReceivedMessage] {
             let output = (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? ""
             return output.split(separator: "\n").compactMap(MosquittoBroker.parse)
+        }
+
+        /// Waits for the subscriber to finish (it stops itself at `count` messages or its `-W`
+        /// timeout), or until what it received is `enough`, and returns what it received; one
+        /// still running after `timeout` is killed.
+        public func messages(
+            timeout: Duration = readinessTimeout, until enough: ([ReceivedMessage]) -> Bool = { _ in false }
+        ) async -> [ReceivedMessage] {
+            _ = await eventually(timeout: timeout) { !process.isRunning || enough(received) }
+            process.send(SIGKILL)
+            return received
         }
     }
 
@@ -277,8 +281,9 @@ public final class MosquittoBroker: @unchecked Sendable {
     }
 
     /// Subscribes with `mosquitto_sub` and returns up to `count` messages received within `timeout` s
-    /// (retained ones arrive at once).
-    public func receive(topic: String, count: Int = 1, timeout: Int = 3) async throws -> [ReceivedMessage] {
+    /// (retained ones arrive at once). It returns as soon as it has `count`: the default timeout
+    /// is a readiness wait; a check that nothing arrives names its own, short, one.
+    public func receive(topic: String, count: Int = 1, timeout: Int = Int(readinessTimeout / .seconds(1))) async throws -> [ReceivedMessage] {
         try await subscriber(topic: topic, count: count, timeout: timeout).messages(timeout: .seconds(timeout + 2))
     }
 
@@ -370,7 +375,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// (stdout and stderr, through a file so a chatty command cannot fill a pipe and stall).
     @discardableResult
     public static func run(_ command: String, _ arguments: [String], directory: String,
-                           timeout: Duration = .seconds(10)) async throws -> (status: Int32, output: String) {
+                           timeout: Duration = readinessTimeout) async throws -> (status: Int32, output: String) {
         let outputFile = directory + "/.\(command)-\(UUID().uuidString).out"
         defer { try? FileManager.default.removeItem(atPath: outputFile) }
         let process = try ChildProcess(try executable(command), arguments, outputFile: outputFile)

@@ -79,20 +79,16 @@ public final class WidgetStandIn: @unchecked Sendable {
             let output = directory + "/stand-in.log"
             let tlsArguments = tlsFiles.map { ["--tls", $0.serverCertFile, $0.serverKeyFile] } ?? []
             process = try ChildProcess(Self.executablePath, ["--token", token, "--path", path] + tlsArguments + arguments, outputFile: output)
-            let clock = ContinuousClock()
-            let deadline = clock.now + readinessTimeout
             func announced(_ prefix: String, in text: String) -> Int? {
                 text.split(separator: "\n").lazy.compactMap { $0.hasPrefix(prefix) ? Int($0.dropFirst(prefix.count)) : nil }.first
             }
-            var text = ""
-            while announced("listening on 127.0.0.1:", in: text) == nil {
-                guard process.isRunning, clock.now < deadline else {
-                    throw BrokerError("the widget stand-in did not start (\(Self.executablePath)): \(text)")
-                }
-                try await Task.sleep(for: .milliseconds(10))
-                text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            func text() -> String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
+            _ = await eventually { [process] in !process.isRunning || announced("listening on 127.0.0.1:", in: text()) != nil }
+            let text = text()
+            guard let listening = announced("listening on 127.0.0.1:", in: text) else {
+                throw BrokerError("the widget stand-in did not start (\(Self.executablePath)): \(text)")
             }
-            port = announced("listening on 127.0.0.1:", in: text)!
+            port = listening
             controlPort = announced("control on 127.0.0.1:", in: text) ?? port
             self.tlsFiles = tlsFiles
         } catch {
@@ -117,11 +113,8 @@ public final class WidgetStandIn: @unchecked Sendable {
     /// once connections are refused.
     public func outage(seconds: Double) async throws {
         try control(["outage": .number(seconds)])
-        let clock = ContinuousClock()
-        let deadline = clock.now + readinessTimeout
-        while MosquittoBroker.acceptsConnections(port: port) {
-            guard clock.now < deadline else { throw BrokerError("the stand-in still answers after its outage began") }
-            try await Task.sleep(for: .milliseconds(2))
+        guard await eventually({ !MosquittoBroker.acceptsConnections(port: port) }) else {
+            throw BrokerError("the stand-in still answers after its outage began")
         }
     }
 
@@ -145,21 +138,11 @@ public final class WidgetStandIn: @unchecked Sendable {
         return Snapshot(document: document, requests: requests, maxInFlight: Int(json["max_in_flight"]?.numberValue ?? 0))
     }
 
-    /// Polls until `condition` holds (or `timeout` passes) and returns the last snapshot; while the
-    /// stand-in is in an outage it counts as not yet.
+    /// Polls until `condition` holds and returns that snapshot; nil when it did not within
+    /// `timeout`. While the stand-in is in an outage it counts as not yet.
     @discardableResult
     public func waitUntil(timeout: Duration = readinessTimeout, _ condition: (Snapshot) -> Bool) async -> Snapshot? {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        var last: Snapshot?
-        while clock.now < deadline {
-            if let snapshot = try? snapshot() {
-                last = snapshot
-                if condition(snapshot) { return snapshot }
-            }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return last
+        await poll(timeout: timeout) { (try? snapshot()).flatMap { condition($0) ? $0 : nil } }
     }
 
     /// One HTTP/1.1 exchange over a fresh loopback connection (`Connection: close`).

@@ -189,7 +189,8 @@ final class StandIn: Sendable {
                 spawn { self.serve(client, tls: self.tls) }
                 continue
             }
-            // The listener was closed for an outage: wait for its end and listen again.
+            // The listener was closed for an outage: wait for its end (the time it was told to
+            // last) and listen again, as soon as the port can be bound.
             if let until = state.withLock({ $0.outageUntil }) {
                 let remaining = until - Self.now()
                 if remaining > 0 { usleep(UInt32(remaining * 1_000_000)) }
@@ -197,7 +198,7 @@ final class StandIn: Sendable {
                 while listen(port: port) == nil { usleep(10_000) }
                 state.withLock { $0.outageUntil = nil }
             } else if errno != EINTR {
-                usleep(1000)
+                usleep(1000)  // a failed accept (out of descriptors): not a busy loop
             }
         }
     }
