@@ -64,23 +64,10 @@ LOGGERS_WATCHED = (
 )
 SETUP_WATCHED = re.compile(r"\[homeassistant\.(setup|config_entries)\].*\b(component|for) (mqtt|sensor|energy|recorder|history)\b")
 
-# What the demo config needs for the Energy dashboard while a node has one energy sensor, the
-# account its `total:` names: the Grid counts import already (the meter's counter), the Battery
-# counts its charge, and a second flow widget counts export and discharge, as a user must today.
-# Totals to the Wh: at 720x the integrated ones count real time, a few Wh a minute. Once every
-# node announces every account, the demo config alone will do (ENERGY_FIELDS finds the sensors
-# either way, first in the first widget that has them).
-ENERGY_VARIANT = {
-    "power": {"storage": {"total": "charge"}, "policy": {"total_step": 0.001}},
-    "export": {
-        "template": "flow", "label": "Demo home export",
-        "flow": {
-            "storage": {"name": "Battery", "rate": "battery", "total": "discharge"},
-            "exchange": {"name": "Grid", "rate": "grid", "total": "export"},
-        },
-        "policy": {"min_interval": "3s", "rate_step": 10, "rate_deadband": 20, "total_step": 0.001},
-    },
-}
+# Every node announces every account it counts (grid import and export, battery charged and
+# discharged, solar production, home consumption), so the demo config's one flow widget fills
+# every field of the Energy dashboard as it is; nothing is added to it.
+ENERGY_VARIANT = {}
 
 # The Energy dashboard's fields and flowbridge's account for each: (field, node slot, account,
 # the account's sensor key suffix). A node's sensor key is `<node id>_<suffix>`; the account a
