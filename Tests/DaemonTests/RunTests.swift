@@ -52,10 +52,12 @@ struct RunTests {
             return found()
         }
 
-        /// SIGTERM, and the daemon is gone within 2 s with status 0.
+        /// SIGTERM, and the daemon is gone within 4 s with status 0: its stop's own bounds add up to
+        /// about 3 s at worst (300 ms for the sinks, 1.5 s for the broker to take `offline`, up to
+        /// 1 s for the network thread to notice), which a loaded machine must not turn into a failure.
         func stop() async {
             process.send(SIGTERM)
-            #expect(await process.waitForExit(timeout: .seconds(2)))
+            #expect(await process.waitForExit(timeout: .seconds(4)))
             #expect(process.exitCode == 0)
         }
 
