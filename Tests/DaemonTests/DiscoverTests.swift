@@ -210,7 +210,10 @@ struct DiscoverBrokerTests {
     @Test func anUnreachableBrokerWritesNothing() throws {
         let folder = TemporaryFolder()
         let out = folder.url.appendingPathComponent("found.yaml").path
-        let run = try runFlowbridge(["discover", "--broker", "127.0.0.1:\(try MosquittoBroker.freeLoopbackPort())", "--listen", "2s", "--out", out])
+        let closed = try MosquittoBroker.ClosedPort()
+        let run = try withExtendedLifetime(closed) {
+            try runFlowbridge(["discover", "--broker", "127.0.0.1:\(closed.port)", "--listen", "2s", "--out", out])
+        }
         #expect(run.status == 69)
         #expect(run.err.contains("never connected to 127.0.0.1:"), "\(run.err)")
         #expect(!FileManager.default.fileExists(atPath: out))

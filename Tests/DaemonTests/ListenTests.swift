@@ -133,11 +133,12 @@ struct ListenTests {
     /// No broker at all: the listen says so and fails.
     @Test func aBrokerThatNeverAnswersFailsTheListen() async throws {
         let folder = TemporaryFolder()
-        let port = try MosquittoBroker.freeLoopbackPort()
-        let path = try folder.write("config.yaml", try Self.config(port: port))
+        let closed = try MosquittoBroker.ClosedPort()
+        let path = try folder.write("config.yaml", try Self.config(port: closed.port))
         let output = folder.url.appendingPathComponent("listen.out").path
         let process = try ChildProcess(Repository.binary, ["check", "--config", path, "--listen", "2s"], outputFile: output)
         let text = await Self.finish(process, output)
+        withExtendedLifetime(closed) {}  // closed until the listen is over
         #expect(process.exitCode == 1, "\(text)")
         #expect(text.contains("never connected to the broker: "), "\(text)")
         #expect(text.contains("6 sources never reported a value"), "\(text)")

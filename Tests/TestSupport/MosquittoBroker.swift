@@ -306,11 +306,28 @@ public final class MosquittoBroker: @unchecked Sendable {
     // MARK: Helpers
 
     /// Binds 127.0.0.1:0, reads the port the kernel chose, and closes the socket again: a port
-    /// nobody listens on (for a broker to start on, or for a client to find closed).
+    /// nobody listens on, for a broker to start on. (For a client to find closed, `ClosedPort`:
+    /// a port let go can be taken by the broker of a test running in parallel.)
     public static func freeLoopbackPort() throws -> Int {
+        let (fd, port) = try boundLoopbackSocket()
+        close(fd)
+        return port
+    }
+
+    /// A loopback port that stays closed while this lives: bound and never listened on, so a client
+    /// is refused there and no broker of a test running in parallel can take it.
+    public final class ClosedPort: Sendable {
+        public let port: Int
+        private let fd: Int32
+
+        public init() throws { (fd, port) = try MosquittoBroker.boundLoopbackSocket() }
+        deinit { close(fd) }
+    }
+
+    /// A TCP socket bound to 127.0.0.1 on a port the kernel chose, and that port.
+    static func boundLoopbackSocket() throws -> (fd: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw BrokerError("socket() failed") }
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0
@@ -321,8 +338,11 @@ public final class MosquittoBroker: @unchecked Sendable {
                 bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
             }
         }
-        guard bound else { throw BrokerError("could not bind a free port: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard bound else {
+            close(fd)
+            throw BrokerError("could not bind a free port: \(String(cString: strerror(errno)))")
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     static func acceptsConnections(port: Int) -> Bool {
