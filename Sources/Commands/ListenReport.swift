@@ -212,6 +212,7 @@ struct ListenReport {
         case .power: (value > 0 ? "+" : "") + JSONValue.format((value * 10).rounded() / 10) + " W"
         case .energy: JSONValue.format((value * 1000).rounded() / 1000) + " kWh"
         case .level: JSONValue.format((value * 10).rounded() / 10) + " %"
+        case .price: JSONValue.format((value * 10000).rounded() / 10000) + " per kWh"
         }
     }
 

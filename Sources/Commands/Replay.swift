@@ -113,4 +113,13 @@ public struct Replay {
             }
         }
     }
+
+    /// `{"widget": "power", "money": {"import_cost": 1.23…, "net_cost": …}}` for every flow widget
+    /// a tariff prices, in config order: the day's money so far at full resolution, the standing
+    /// charge accrued up to the last message.
+    public func moneyLines() -> [String] {
+        engine.config.widgets.compactMap { widget in
+            engine.money(ofWidget: widget.name).map { JSONValue.object(["widget": .string(widget.name), "money": $0.json]).description }
+        }
+    }
 }

@@ -12,7 +12,7 @@ struct ReplayCommand: Command {
     static let name = "replay"
     static let abstract = "Feeds recorded messages through the engine with the messages' own times as the clock, so the same trace always gives the same bytes, and prints one NDJSON line per push; a malformed trace line is reported with its number and skipped."
 
-    static let final = Flag("--final", help: "after the pushes, one {\"content\": …, \"widget\": …} line per widget: the document it would show; then one {\"accounts\": …, \"widget\": …} line per flow widget: every account in kWh")
+    static let final = Flag("--final", help: "after the pushes, one {\"content\": …, \"widget\": …} line per widget: the document it would show; then one {\"accounts\": …, \"widget\": …} line per flow widget: every account in kWh; with a tariff, one {\"money\": …, \"widget\": …} line per priced flow widget")
     static let state = SharedOptions.state.help(
         "read the day from this state file before the first message, and save it there after the last, taking its lock (not while the daemon runs on it); without it, no state is read or written")
     static let svg = Option<String?>("--svg", placeholder: "DIR", help: "also draw each widget and its day chart into DIR")
@@ -95,7 +95,7 @@ struct ReplayCommand: Command {
             }
         }
         emit(replay.finish())
-        if final { (replay.finalLines() + replay.accountLines()).forEach { output.line($0) } }
+        if final { (replay.finalLines() + replay.accountLines() + replay.moneyLines()).forEach { output.line($0) } }
         output.flush()
         if let store {
             do { try store.save(replay.engine.snapshot()) } catch {

@@ -31,7 +31,7 @@ extension ConfigLoader {
                 do { path = try JSONPath(text.value) } catch { text.report(error.description) }
             }
         }
-        let unit = map.choice("unit", as: SourceUnit.self)?.value ?? .watt
+        let (unit, priceCurrency) = map.field("unit").flatMap(loadUnit) ?? (.watt, nil)
         let scale = map.number("scale")
         if let scale, scale.value == 0 { scale.report("must not be 0") }
         // `never`: a meter that publishes only on change.
@@ -69,7 +69,24 @@ extension ConfigLoader {
         return SourceConfig(
             name: name, topic: topic, decoder: decoder,
             unit: unit, scale: scale?.value ?? 1, invert: invert, staleAfterSeconds: staleAfter, maxGapSeconds: maxGap,
-            maxPowerW: maxPower?.value ?? SourceConfig.defaultMaxPowerW, combine: combine?.value ?? .latest, maxPayloadBytes: maxPayload)
+            maxPowerW: maxPower?.value ?? SourceConfig.defaultMaxPowerW, combine: combine?.value ?? .latest, maxPayloadBytes: maxPayload,
+            priceCurrency: priceCurrency)
+    }
+
+    /// `unit:`: a meter's (`W`, `kWh`, `%`…), or a price source's, which names its currency
+    /// (`EUR/kWh`, `EUR/MWh` as day-ahead feeds publish) or counts in cents of the tariff's
+    /// (`ct/kWh`).
+    func loadUnit(_ node: ConfigNode) -> (SourceUnit, String?)? {
+        guard let text = node.text() else { return nil }
+        if let unit = SourceUnit(rawValue: text.value), !unit.rawValue.hasPrefix("/") { return (unit, nil) }
+        if let slash = text.value.firstIndex(of: "/"), let code = Currency(code: String(text.value[..<slash])),
+            let unit = SourceUnit(rawValue: String(text.value[slash...])), unit.quantity == .price
+        {
+            return (unit, code.code)
+        }
+        let meters = SourceUnit.allCases.filter { $0.quantity != .price }.map(\.rawValue)
+        text.report("'\(text.value)' is not one of \(meters.joined(separator: ", ")), or a price per energy: EUR/kWh, EUR/MWh (any ISO 4217 code for EUR), ct/kWh")
+        return nil
     }
 
     /// How the payload holds the number: `format: keyvalue` with `key:`, `regex:`, `decode:`; plain

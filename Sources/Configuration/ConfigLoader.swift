@@ -19,7 +19,8 @@ struct ConfigLoader {
         let stateFile = loadStateFile(top.text("state_file"))
         let sources = top.required("sources").map(loadSources) ?? []
         let widgets = top.required("widgets").map { loadWidgets($0, sources: sources) }
-        let flow = widgets?.flow ?? FlowConfig(sources: sources, widgets: [])
+        var flow = widgets?.flow ?? FlowConfig(sources: sources, widgets: [])
+        flow.tariff = top.field("tariff").flatMap { loadTariff($0, sources: sources, flow: flow) }
         var mqtt = broker.settings
         mqtt.maximumPayloadBytes = Self.maximumPayloadBytes(of: sources)
         let output = top.field("output").map { loadOutput($0, mqtt: &mqtt, topicPrefix: broker.topicPrefix, flow: flow) }

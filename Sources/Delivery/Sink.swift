@@ -55,15 +55,18 @@ extension Sink {
     public func take(accounts: WidgetAccounts) {}
 }
 
-/// A flow widget's accounts at an instant, as the engine counted them.
+/// A flow widget's accounts at an instant, as the engine counted them, and with a tariff the
+/// day's money.
 public struct WidgetAccounts: Sendable, Equatable {
     public var widget: String
     public var at: Date
     public var accountsKWh: FlowEngine.NodeAccounts
+    public var money: MoneyReport?
 
-    public init(widget: String, at: Date, accountsKWh: FlowEngine.NodeAccounts) {
+    public init(widget: String, at: Date, accountsKWh: FlowEngine.NodeAccounts, money: MoneyReport? = nil) {
         self.widget = widget
         self.at = at
         self.accountsKWh = accountsKWh
+        self.money = money
     }
 }

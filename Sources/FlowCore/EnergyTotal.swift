@@ -11,6 +11,41 @@ public struct RateSample: Sendable, Equatable {
     }
 }
 
+/// Energy a total has just counted and the stretch of time it flowed in: what a price applies to,
+/// stretch by stretch, when the price changed within it. An integrated segment's rate moved in a
+/// line from `startRateW` to `endRateW` (the total's direction applied: only its positive part is
+/// energy); a counter's rise has no rates and is spread evenly over the time since its last reading.
+public struct EnergySpan: Sendable, Equatable {
+    public var start: Date
+    public var end: Date
+    public var energyKWh: Double
+    public var startRateW: Double?
+    public var endRateW: Double?
+
+    public init(start: Date, end: Date, energyKWh: Double, startRateW: Double? = nil, endRateW: Double? = nil) {
+        self.start = start
+        self.end = end
+        self.energyKWh = energyKWh
+        self.startRateW = startRateW
+        self.endRateW = endRateW
+    }
+
+    /// The part of the energy that flowed in `from..<to` (within the span): the shares of
+    /// stretches that cover the span add up to `energyKWh`.
+    public func energyKWh(from: Date, to: Date) -> Double {
+        let seconds = end.timeIntervalSince(start)
+        guard seconds > 0 else { return from <= start && start < max(to, from.addingTimeInterval(1e-9)) ? energyKWh : 0 }
+        let a = max(from, start).timeIntervalSince(start)
+        let b = min(to, end).timeIntervalSince(start)
+        guard b > a else { return 0 }
+        guard let r0 = startRateW, let r1 = endRateW else { return energyKWh * (b - a) / seconds }
+        let whole = EnergyTotal.positivePart(from: r0, to: r1, seconds: seconds)
+        guard whole > 0 else { return 0 }
+        func rate(_ t: Double) -> Double { r0 + (r1 - r0) * t / seconds }
+        return energyKWh * EnergyTotal.positivePart(from: rate(a), to: rate(b), seconds: b - a) / whole
+    }
+}
+
 /// One node's energy so far in the current local day (kWh).
 ///
 /// The bugs this type exists to avoid are the field's classics: totals doubled after a restart,
@@ -53,19 +88,25 @@ public struct EnergyTotal: Sendable, Equatable {
 
     /// Integrates the segment from the last sample to this one (trapezoid, split exactly where the
     /// rate crosses zero so that import and export add up to the net). Adds nothing across a silence
-    /// longer than `maxGapSeconds` or when the clock went backwards.
-    public mutating func integrate(rateW: Double, at instant: Date, maxGapSeconds: Double) {
-        guard let direction else { return }
+    /// longer than `maxGapSeconds` or when the clock went backwards. Returns what it counted.
+    @discardableResult
+    public mutating func integrate(rateW: Double, at instant: Date, maxGapSeconds: Double) -> EnergySpan? {
+        guard let direction else { return nil }
+        var span: EnergySpan?
         if let last = lastSample {
             let seconds = instant.timeIntervalSince(last.at)
-            let uncounted = instant.timeIntervalSince(countedUntil ?? last.at)
+            let from = countedUntil ?? last.at
+            let uncounted = instant.timeIntervalSince(from)
             if seconds > 0, seconds <= maxGapSeconds, uncounted > 0 {
-                let joules = Self.positivePart(from: direction * last.rateW, to: direction * rateW, seconds: uncounted)
-                energyKWh += joules / 3_600_000
+                let (r0, r1) = (direction * last.rateW, direction * rateW)
+                let energy = Self.positivePart(from: r0, to: r1, seconds: uncounted) / 3_600_000
+                energyKWh += energy
+                span = EnergySpan(start: from, end: instant, energyKWh: energy, startRateW: r0, endRateW: r1)
             }
         }
         lastSample = RateSample(at: instant, rateW: rateW)
         countedUntil = nil
+        return span
     }
 
     /// Ends the current segment without counting it: the rate was unknown from here (a balance with
@@ -91,16 +132,39 @@ public struct EnergyTotal: Sendable, Equatable {
     }
 
     /// Takes a reading of the device's counter (kWh); `maxPowerW` bounds how fast it can rise.
-    /// Returns the recount, when this reading confirmed one, for the log.
+    /// Returns the energy it added, spread over the time since the counter's last reading, and the
+    /// recount, when this reading confirmed one, for the log.
     @discardableResult
     public mutating func read(
         counterKWh value: Double, at now: Date, maxPowerW: Double = SourceConfig.defaultMaxPowerW
-    ) -> CounterTrack.Recount? {
-        guard var track = counter else { return nil }
+    ) -> (added: EnergySpan?, recount: CounterTrack.Recount?) {
+        guard var track = counter else { return (nil, nil) }
+        let before = energyKWh
+        let since = track.lastAt.map { min($0, now) } ?? now
         let recount = track.read(value, at: now, maxPowerW: maxPowerW)
         counter = track
         energyKWh = max(energyKWh, track.todayKWh)
-        return recount
+        let added = energyKWh > before ? EnergySpan(start: since, end: now, energyKWh: energyKWh - before) : nil
+        return (added, recount)
+    }
+
+    /// Counts the last rate up to `boundary` (midnight), when it is within `maxGapSeconds`; a
+    /// rate older than that is interrupted. Returns what it counted. `closeDay` does it first;
+    /// called before, it lets the caller price the stretch up to midnight (then `closeDay` adds
+    /// nothing more).
+    @discardableResult
+    public mutating func carry(to boundary: Date, maxGapSeconds: Double) -> EnergySpan? {
+        guard let direction, let last = lastSample, last.at < boundary else { return nil }
+        guard boundary.timeIntervalSince(last.at) <= maxGapSeconds else {
+            interrupt()
+            return nil
+        }
+        let from = countedUntil ?? last.at
+        let rate = direction * last.rateW
+        let energy = Self.positivePart(from: rate, to: rate, seconds: boundary.timeIntervalSince(from)) / 3_600_000
+        energyKWh += energy
+        countedUntil = boundary
+        return energy > 0 ? EnergySpan(start: from, end: boundary, energyKWh: energy, startRateW: rate, endRateW: rate) : nil
     }
 
     /// Ends the day at `boundary` (local midnight) and starts the next one at 0. An integrating
@@ -111,15 +175,7 @@ public struct EnergyTotal: Sendable, Equatable {
     /// silence, or a restart on a later day). Returns the closed day's energy.
     @discardableResult
     public mutating func closeDay(at boundary: Date, maxGapSeconds: Double) -> Double {
-        if let direction, let last = lastSample, last.at < boundary {
-            if boundary.timeIntervalSince(last.at) <= maxGapSeconds {
-                let seconds = boundary.timeIntervalSince(countedUntil ?? last.at)
-                energyKWh += Self.positivePart(from: direction * last.rateW, to: direction * last.rateW, seconds: seconds) / 3_600_000
-                countedUntil = boundary
-            } else {
-                interrupt()
-            }
-        }
+        carry(to: boundary, maxGapSeconds: maxGapSeconds)
         let closed = energyKWh
         energyKWh = 0
         counter?.startDay()

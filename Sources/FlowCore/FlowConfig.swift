@@ -6,11 +6,14 @@ public struct FlowConfig: Sendable, Equatable {
     public var widgets: [FlowWidgetConfig]
     /// The `progress` widgets, each derived from the state the flow widgets keep.
     public var progressWidgets: [ProgressWidgetConfig]
+    /// What the grid charges and pays; nil: no money is counted.
+    public var tariff: TariffConfig?
 
-    public init(sources: [SourceConfig], widgets: [FlowWidgetConfig], progressWidgets: [ProgressWidgetConfig] = []) {
+    public init(sources: [SourceConfig], widgets: [FlowWidgetConfig], progressWidgets: [ProgressWidgetConfig] = [], tariff: TariffConfig? = nil) {
         self.sources = sources
         self.widgets = widgets
         self.progressWidgets = progressWidgets
+        self.tariff = tariff
     }
 
     /// Every widget's name: the flow widgets, then the progress widgets.
@@ -31,9 +34,15 @@ public enum SourceUnit: String, Sendable, CaseIterable {
     case kilowattHour = "kWh"
     case wattMinute = "Wmin"
     case percent = "%"
+    /// A price in the tariff's currency per kWh (`EUR/kWh`: the config names the currency).
+    case perKilowattHour = "/kWh"
+    /// Per MWh, as day-ahead markets publish (`EUR/MWh`).
+    case perMegawattHour = "/MWh"
+    /// Cents (a hundredth of the currency) per kWh (`ct/kWh`).
+    case centsPerKilowattHour = "ct/kWh"
 
     public enum Quantity: String, Sendable {
-        case power, energy, level
+        case power, energy, level, price
     }
 
     public var quantity: Quantity {
@@ -41,16 +50,27 @@ public enum SourceUnit: String, Sendable, CaseIterable {
         case .watt, .kilowatt: .power
         case .wattHour, .kilowattHour, .wattMinute: .energy
         case .percent: .level
+        case .perKilowattHour, .perMegawattHour, .centsPerKilowattHour: .price
         }
     }
 
-    /// Factor to flowbridge's own units: W for power, kWh for energy, % for level.
+    /// Factor to flowbridge's own units: W for power, kWh for energy, % for level, the currency
+    /// per kWh for a price.
     public var factor: Double {
         switch self {
-        case .watt, .kilowattHour, .percent: 1
+        case .watt, .kilowattHour, .percent, .perKilowattHour: 1
         case .kilowatt: 1000
-        case .wattHour: 0.001
+        case .wattHour, .perMegawattHour: 0.001
         case .wattMinute: 1.0 / 60_000
+        case .centsPerKilowattHour: 0.01
+        }
+    }
+
+    /// The config's words for it: `W`, `EUR/MWh` (a price names its currency), `ct/kWh`.
+    public func configText(currency: String?) -> String {
+        switch self {
+        case .perKilowattHour, .perMegawattHour: (currency ?? "EUR") + rawValue
+        default: rawValue
         }
     }
 }
@@ -87,6 +107,9 @@ public struct SourceConfig: Sendable, Equatable {
     public var combine: SourceCombine
     /// A bigger payload is counted and logged, never parsed: no meter writes 64 KiB for one number.
     public var maxPayloadBytes: Int
+    /// A price source's currency, as its unit names it (`EUR` of `EUR/MWh`): the tariff's must be
+    /// the same. Nil for other units, and for `ct/kWh` (cents of the tariff's currency).
+    public var priceCurrency: String?
 
     public static let defaultStaleAfterSeconds = 600.0
     public static let defaultMaxGapSeconds = 300.0
@@ -103,8 +126,9 @@ public struct SourceConfig: Sendable, Equatable {
         name: String, topic: TopicFilter, decoder: PayloadDecoder = PayloadDecoder(), unit: SourceUnit = .watt,
         scale: Double = 1, invert: Bool = false, staleAfterSeconds: Double? = SourceConfig.defaultStaleAfterSeconds,
         maxGapSeconds: Double = SourceConfig.defaultMaxGapSeconds, maxPowerW: Double = SourceConfig.defaultMaxPowerW,
-        combine: SourceCombine = .latest, maxPayloadBytes: Int = SourceConfig.defaultMaxPayloadBytes
+        combine: SourceCombine = .latest, maxPayloadBytes: Int = SourceConfig.defaultMaxPayloadBytes, priceCurrency: String? = nil
     ) {
+        self.priceCurrency = priceCurrency
         self.name = name
         self.topic = topic
         self.decoder = decoder

@@ -34,22 +34,31 @@ extension FlowEngine {
 
     /// Closes every account of every node at `day`'s end. The closed day keeps the shown totals
     /// (by `widget/node`) and each widget's accounts.
-    mutating func closeDay(_ day: LocalDay) -> ClosedDay {
+    mutating func closeDay(_ day: LocalDay, into out: inout [Output]) -> ClosedDay {
         var closed = ClosedDay(date: day.date, totalsKWh: [:], accountsKWh: [:])
         for position in widgets.indices {
             var accounts: [EnergyAccount: Double] = [:]
             for node in widgets[position].nodes.indices {
                 let state = widgets[position].nodes[node]
                 for index in state.accounts.indices {
+                    // The stretch up to midnight is priced as the day's, before the day closes.
+                    if let span = widgets[position].nodes[node].accounts[index].carry(to: day.end, maxGapSeconds: state.maxGapSeconds) {
+                        price(span, state.setup.accountKinds[index], at: state.place, inWidget: position, into: &out)
+                    }
                     let energy = widgets[position].nodes[node].accounts[index].closeDay(at: day.end, maxGapSeconds: state.maxGapSeconds)
                     accounts[state.setup.accountKinds[index], default: 0] += energy
                     if index == state.setup.shown { closed.totalsKWh["\(widgets[position].config.name)/\(state.place)"] = energy }
                 }
             }
             if !accounts.isEmpty { closed.accountsKWh[widgets[position].config.name] = accounts }
+            if let money = moneyReport(of: position, at: day.end) {
+                closed.money[widgets[position].config.name] = money
+                widgets[position].money = DayMoney()
+            }
             // The new day's accounts start at 0: sensors hear so at once.
             widgets[position].accountsMoved = true
         }
+        unpricedSaid = []
         return closed
     }
 
@@ -60,6 +69,9 @@ extension FlowEngine {
             let balance = AccountBalance(accountsKWh: closed.accountsKWh[name]!)
             out.append(.diagnostic(Diagnostic(balance.isOff ? .warning : .info, "day \(closed.date) widget '\(name)' accounts: \(balance.text)")))
         }
+        for name in closed.money.keys.sorted() {
+            out.append(.diagnostic(Diagnostic(.info, "day \(closed.date) widget '\(name)' money: \(closed.money[name]!.text)")))
+        }
     }
 
     /// After a push of widget `position`: its accounts go out with it.
@@ -68,7 +80,7 @@ extension FlowEngine {
         widgets[position].accountsSentAt = now
         widgets[position].accountsMoved = false
         widgets[position].accountsSent = Self.rounded(accounts)
-        out.append(.accounts(widget: widgets[position].config.name, at: now, accounts))
+        out.append(.accounts(widget: widgets[position].config.name, at: now, accounts, money: moneyReport(of: position, at: now)))
     }
 
     /// On a tick: the accounts of every widget whose accounts moved (at Wh resolution) and whose

@@ -24,6 +24,7 @@ extension FlowEngine {
         let accepted = matched.filter { accept(payload, topic: topic, for: $0, at: now, kind: kind, into: &out) }
         // Widgets are read in place, by position: a copy of one retains all of its parts.
         if kind != .late {
+            takePrices(from: accepted, at: now)
             for source in accepted {
                 for position in widgets.indices where widgets[position].reads.contains(source) {
                     account(source, in: position, at: now, integrating: kind == .live, into: &out)
@@ -136,6 +137,8 @@ extension FlowEngine {
                 problem = "\(JSONValue.format(value)) kWh is not a plausible energy counter"
             case .level where !(0...100).contains(value):
                 problem = "\(JSONValue.format(value)) % is outside 0…100"
+            case .price where abs(value) > TariffConfig.largestPricePerKWh:
+                problem = "a price of \(JSONValue.format(value)) per kWh is beyond \(JSONValue.format(TariffConfig.largestPricePerKWh)) per kWh: a wrong unit (EUR/MWh given as EUR/kWh?)"
             default:
                 if source.combine == .sum, sources[position].topics[topic] == nil,
                     sources[position].topics.count >= SourceState.maxTopics
@@ -166,7 +169,9 @@ extension FlowEngine {
                 continue
             }
             for account in state.accounts.indices {
-                widgets[position].nodes[node].accounts[account].integrate(rateW: rate, at: now, maxGapSeconds: state.maxGapSeconds)
+                if let span = widgets[position].nodes[node].accounts[account].integrate(rateW: rate, at: now, maxGapSeconds: state.maxGapSeconds) {
+                    price(span, state.setup.accountKinds[account], at: state.place, inWidget: position, into: &out)
+                }
             }
         }
         widgets[position].accountsMoved = true
@@ -175,8 +180,11 @@ extension FlowEngine {
         for node in widgets[position].nodes.indices {
             let counters = widgets[position].nodes[node].setup.counters
             for account in counters.indices where counters[account] == source {
-                if let recount = widgets[position].nodes[node].accounts[account].read(counterKWh: reading.value, at: now, maxPowerW: maxPowerW) {
-                    report(recount, of: source, at: now, into: &out)
+                let (added, recount) = widgets[position].nodes[node].accounts[account].read(counterKWh: reading.value, at: now, maxPowerW: maxPowerW)
+                if let recount { report(recount, of: source, at: now, into: &out) }
+                if let added {
+                    let setup = widgets[position].nodes[node].setup
+                    price(added, setup.accountKinds[account], at: setup.place, inWidget: position, into: &out)
                 }
             }
         }

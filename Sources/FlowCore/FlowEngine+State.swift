@@ -43,6 +43,16 @@ extension FlowEngine {
         }
         state["totals"] = .object(totals)
         state["accounts"] = .object(accounts)
+        if let tariff = config.tariff {
+            var money: [String: JSONValue] = [:]
+            for widget in widgets { if let day = widget.money { money[widget.config.name] = day.json(currency: tariff.currency) } }
+            state["money"] = .object(money)
+            var prices: [String: JSONValue] = [:]
+            for (account, timeline) in [(EnergyAccount.imported, importPrices), (.exported, exportPrices)] {
+                if let timeline, let json = timeline.json { prices[account.rawValue] = json }
+            }
+            if !prices.isEmpty { state["prices"] = .object(prices) }
+        }
         return .object(state)
     }
 
@@ -160,6 +170,22 @@ extension FlowEngine {
                 }
             }
         }
+        if restoredDay != nil, let tariff = config.tariff {
+            let maxAmount = maxDayKWh * TariffConfig.largestPricePerKWh
+            for position in restoredWidgets.indices where restoredWidgets[position].money != nil {
+                let name = restoredWidgets[position].config.name
+                guard let saved = state["money"]?[name] else { continue }
+                switch DayMoney.restored(from: saved, currency: tariff.currency, maxAmount: maxAmount, maxDayKWh: maxDayKWh) {
+                case .restored(let money): restoredWidgets[position].money = money
+                case .otherCurrency(let code):
+                    skipped.append(Diagnostic(.info, "state: the money of '\(name)' was counted in \(code); in \(tariff.currency) it starts at 0"))
+                case .damaged: skip("the money of '\(name)'")
+                }
+            }
+            let savedPrices = state["prices"]
+            importPrices = importPrices.map { $0.restored(from: savedPrices?[EnergyAccount.imported.rawValue], times: times, skip: skip) }
+            exportPrices = exportPrices.map { $0.restored(from: savedPrices?[EnergyAccount.exported.rawValue], times: times, skip: skip) }
+        }
         sources = restoredSources
         widgets = restoredWidgets
         day = restoredDay
@@ -173,6 +199,7 @@ extension FlowEngine {
         case .power: return abs(value) <= source.maxPowerW
         case .energy: return (0...maxEnergyKWh).contains(value)
         case .level: return (0...100).contains(value)
+        case .price: return abs(value) <= TariffConfig.largestPricePerKWh
         }
     }
 }
@@ -254,5 +281,67 @@ extension EnergyTotal {
                 assumedFrom: assumedFrom)
         }
         return .restored(total)
+    }
+}
+
+extension DayMoney {
+    func json(currency: Currency) -> JSONValue {
+        var members: [String: JSONValue] = [
+            "currency": .string(currency.code), "import_cost": .number(importCost), "export_earnings": .number(exportEarnings),
+            "grid_only_cost": .number(gridOnlyCost),
+        ]
+        if !unpricedKWh.isEmpty { members["unpriced_kwh"] = EnergyAccount.json(unpricedKWh) }
+        return .object(members)
+    }
+
+    enum Restored {
+        case restored(DayMoney)
+        /// Counted in another currency: the tariff changed, and the amounts mean nothing in this one.
+        case otherCurrency(String)
+        case damaged
+    }
+
+    /// Reads saved money, checking every number: no amount beyond what the day's energy at the
+    /// largest price could make.
+    static func restored(from json: JSONValue, currency: Currency, maxAmount: Double, maxDayKWh: Double) -> Restored {
+        guard let code = json["currency"]?.stringValue else { return .damaged }
+        guard code == currency.code else { return .otherCurrency(code) }
+        var money = DayMoney()
+        for (key, path) in [("import_cost", \DayMoney.importCost), ("export_earnings", \.exportEarnings), ("grid_only_cost", \.gridOnlyCost)] {
+            guard let amount = json[key]?.numberValue, amount.isFinite, abs(amount) <= maxAmount else { return .damaged }
+            money[keyPath: path] = amount
+        }
+        for (word, value) in json["unpriced_kwh"]?.objectValue ?? [:] {
+            guard let account = EnergyAccount(rawValue: word), let energy = value.numberValue, (0...maxDayKWh).contains(energy) else { return .damaged }
+            money.unpricedKWh[account] = energy
+        }
+        return .restored(money)
+    }
+}
+
+extension PriceTimeline {
+    /// A price source's prices as `{"source": name, "points": [[from, heard, price], …]}`; nil
+    /// for a price that needs none.
+    var json: JSONValue? {
+        guard let source = config.base.sourceName, !points.isEmpty else { return nil }
+        let list = points.map { JSONValue.array([.number($0.from.timeIntervalSince1970), .number($0.heard.timeIntervalSince1970), .number($0.basePerKWh)]) }
+        return .object(["source": .string(source), "points": .array(list)])
+    }
+
+    /// This timeline with the saved prices of the same source, when every one is plausible.
+    func restored(from json: JSONValue?, times: ClosedRange<Double>, skip: (String) -> Void) -> PriceTimeline {
+        guard let json, let source = config.base.sourceName, json["source"]?.stringValue == source else { return self }
+        var restored = self
+        for item in json["points"]?.arrayValue ?? [] {
+            guard let entry = item.arrayValue, entry.count == 3, let from = entry[0].numberValue, let heard = entry[1].numberValue,
+                let price = entry[2].numberValue, times.contains(from), times.contains(heard), heard >= from,
+                abs(price) <= TariffConfig.largestPricePerKWh, restored.points.last.map({ $0.heard.timeIntervalSince1970 <= from }) ?? true
+            else {
+                skip("the prices of '\(source)'")
+                return self
+            }
+            restored.points.append(PricePoint(from: Date(timeIntervalSince1970: from), heard: Date(timeIntervalSince1970: heard), basePerKWh: price))
+        }
+        return restored
     }
 }

@@ -191,7 +191,7 @@ extension FlowEngine {
         guard now >= current.end else { return }
         var closedDays = 0
         while now >= current.end {
-            let closed = closeDay(current)
+            let closed = closeDay(current, into: &out)
             lastClosedDay = closed
             if closedDays == 0 {
                 let summary = closed.totalsKWh.keys.sorted().map { "\($0) \(JSONValue.format(PatchPolicy.quantize(closed.totalsKWh[$0]!, step: 0.001))) kWh" }

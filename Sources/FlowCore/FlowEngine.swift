@@ -21,9 +21,10 @@ public struct FlowEngine: Sendable {
         case push(widget: String, at: Date, PatchPolicy.Push)
         /// Write this to the log.
         case diagnostic(Diagnostic)
-        /// Every account of the widget's nodes (kWh, full resolution): with each push of the
-        /// widget, and at most `accountsIntervalSeconds` apart while one moves.
-        case accounts(widget: String, at: Date, NodeAccounts)
+        /// Every account of the widget's nodes (kWh, full resolution) and, with a tariff, the
+        /// day's money: with each push of the widget, and at most `accountsIntervalSeconds` apart
+        /// while one moves.
+        case accounts(widget: String, at: Date, NodeAccounts, money: MoneyReport?)
     }
 
     /// Totals of a finished local day, by `widget/node`.
@@ -32,6 +33,8 @@ public struct FlowEngine: Sendable {
         public var totalsKWh: [String: Double]
         /// Each flow widget's accounts, summed by direction.
         public var accountsKWh: [String: [EnergyAccount: Double]]
+        /// Each priced flow widget's money of the whole day (one day's standing charge).
+        public var money: [String: MoneyReport] = [:]
     }
 
     /// A source's latest reading, in flowbridge's units with the widget's sign.
@@ -150,6 +153,8 @@ public struct FlowEngine: Sendable {
         var accountsSentAt: Date?
         var accountsSent: NodeAccounts?
         var accountsMoved = false
+        /// The day's money; nil without a tariff, or without an exchange node to price.
+        var money: DayMoney?
     }
 
     /// A progress widget: what it reads, and the rate behind its last push.
@@ -197,6 +202,15 @@ public struct FlowEngine: Sendable {
     /// A jump ahead onto a later local day longer than this needs confirming: the longest `max_gap`
     /// of the sources, a silence no total integrates across. A shorter one is an ordinary midnight.
     let jumpSeconds: Double
+
+    /// The import and export price over time (nil without a tariff, or without an export price),
+    /// and the sources that set them (by position).
+    var importPrices: PriceTimeline?
+    var exportPrices: PriceTimeline?
+    let importPriceSource: Int?
+    let exportPriceSource: Int?
+    /// Which timelines' unpriced energy the log heard of today: once a day each.
+    var unpricedSaid: Set<EnergyAccount> = []
 
     /// The time of the latest event taken: deadlines are what comes after it.
     public var clock: Date? { timeline.latest }
@@ -287,6 +301,17 @@ public struct FlowEngine: Sendable {
                 policy: PatchPolicy(config: progress.policy))
         }
         clampWatches = Array(repeating: ClampWatch(), count: widgets.count)
+        let tariff = config.tariff
+        func timeline(_ price: PriceConfig?) -> (PriceTimeline?, Int?) {
+            guard let price else { return (nil, nil) }
+            let source = price.base.sourceName.flatMap { index[$0] }
+            return (PriceTimeline(config: price, holdSeconds: source.flatMap { config.sources[$0].staleAfterSeconds }), source)
+        }
+        (importPrices, importPriceSource) = timeline(tariff?.importPrice)
+        (exportPrices, exportPriceSource) = timeline(tariff?.exportPrice)
+        if tariff != nil {
+            for position in self.widgets.indices where self.widgets[position].config.exchange != nil { self.widgets[position].money = DayMoney() }
+        }
     }
 
     mutating func note(_ level: Diagnostic.Level, key: String, at now: Date, into out: inout [Output], _ message: () -> String) {

@@ -165,8 +165,8 @@ final class Bridge: Sendable {
                 for sink in sinks { sink.take(item) }
             case .diagnostic(let diagnostic):
                 log.log(diagnostic)
-            case .accounts(let widget, let at, let accounts):
-                let item = WidgetAccounts(widget: widget, at: at, accountsKWh: accounts)
+            case .accounts(let widget, let at, let accounts, let money):
+                let item = WidgetAccounts(widget: widget, at: at, accountsKWh: accounts, money: money)
                 for sink in sinks { sink.take(accounts: item) }
             }
         }

@@ -7,6 +7,7 @@ public struct EngineHarness {
     public var pushes: [(at: Date, widget: String, push: PatchPolicy.Push)] = []
     public var diagnostics: [Diagnostic] = []
     public var accountOutputs: [(at: Date, widget: String, accounts: FlowEngine.NodeAccounts)] = []
+    public var moneyOutputs: [(at: Date, widget: String, money: MoneyReport)] = []
 
     public init(_ config: FlowConfig, zone: any LocalTimeZone = FixedOffsetZone()) {
         engine = FlowEngine(config: config, zone: zone)
@@ -17,7 +18,9 @@ public struct EngineHarness {
             switch output {
             case .push(let widget, let at, let push): pushes.append((at, widget, push))
             case .diagnostic(let diagnostic): diagnostics.append(diagnostic)
-            case .accounts(let widget, let at, let accounts): accountOutputs.append((at, widget, accounts))
+            case .accounts(let widget, let at, let accounts, let money):
+                accountOutputs.append((at, widget, accounts))
+                if let money { moneyOutputs.append((at, widget, money)) }
             }
         }
     }

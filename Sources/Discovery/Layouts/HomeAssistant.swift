@@ -94,6 +94,7 @@ struct HomeAssistantLayout: DeviceLayout {
             case .power: why = "sensor.\(sensor.object), \(unit.rawValue): its name does not say solar, grid or battery, or several sensors say the same"
             case .energy: why = "sensor.\(sensor.object), \(unit.rawValue): a lifetime or a daily counter? Home Assistant does not say; as a lifetime counter it is a node's total: {counter: …}"
             case .level: why = "sensor.\(sensor.object), %: not clearly the battery's level"
+            case .price: why = "sensor.\(sensor.object), \(unit.rawValue): a price; a `tariff:` can read it as a price source"
             }
             recognition.leftOut.append(LeftOut(sensor.topic, why))
         }

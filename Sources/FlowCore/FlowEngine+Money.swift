@@ -1,0 +1,122 @@
+import FoundationEssentials
+
+/// The day's money: every stretch of energy an account counts on the grid (import, export) and
+/// at the output (consumption, for what the grid alone would have cost) priced at the price in
+/// force while it flowed, the price sources' prices taken as they come, and the standing charge
+/// accrued through the local day.
+extension FlowEngine {
+    /// Whether the money counts `account` of the node at `place`: the grid's import and export,
+    /// the output's consumption.
+    static func isPriced(_ account: EnergyAccount, at place: NodePlace) -> Bool {
+        switch account {
+        case .imported, .exported: place == .exchange
+        case .consumption: place == .output
+        case .production, .charged, .discharged: false
+        }
+    }
+
+    /// The price of `account`'s energy over time: import's for import and consumption.
+    func prices(for account: EnergyAccount) -> PriceTimeline? {
+        account == .exported ? exportPrices : importPrices
+    }
+
+    /// Adds what `span` of `account` (of the node at `place`, in widget `position`) cost or
+    /// earned, stretch by stretch at the price in force; energy without a price is counted apart.
+    mutating func price(_ span: EnergySpan, _ account: EnergyAccount, at place: NodePlace, inWidget position: Int, into out: inout [Output]) {
+        guard widgets[position].money != nil, Self.isPriced(account, at: place), let amount = DayMoney.amount(of: account),
+            let prices = prices(for: account)
+        else { return }
+        var priced = 0.0
+        var unpriced = 0.0
+        prices.forEachStretch(from: span.start, to: span.end, zone: zone) { from, to, price in
+            let energy = span.energyKWh(from: from, to: to)
+            if let price { priced += energy * price } else { unpriced += energy }
+        }
+        widgets[position].money![keyPath: amount] += priced
+        guard unpriced > 0 else { return }
+        widgets[position].money!.unpricedKWh[account, default: 0] += unpriced
+        reportUnpriced(account == .exported ? .exported : .imported, at: span.end, into: &out)
+    }
+
+    /// Once a day per direction: energy flowed without a price, and why.
+    mutating func reportUnpriced(_ side: EnergyAccount, at now: Date, into out: inout [Output]) {
+        guard !unpricedSaid.contains(side), let prices = prices(for: side) else { return }
+        unpricedSaid.insert(side)
+        var why = "it has no price"
+        if let position = side == .exported ? exportPriceSource : importPriceSource {
+            let source = sources[position].config
+            if let last = prices.points.last, let hold = prices.holdSeconds {
+                why = "its price source '\(source.name)' (topic \(source.topic)) has sent no price since \(zone.clockText(at: last.heard, today: now)), and a price holds for its stale_after (\(durationText(seconds: hold)))"
+            } else {
+                why = "its price source '\(source.name)' (topic \(source.topic)) has sent no price yet"
+            }
+        }
+        out.append(.diagnostic(Diagnostic(
+            .warning,
+            "tariff: \(side) energy flows without a price: \(why); it is counted as unpriced, never at a made-up price, until a price comes (said once a day)"
+        )))
+    }
+
+    /// A price source's accepted readings set its direction's price from `now`. Prices older than
+    /// any stretch still to be priced are forgotten.
+    mutating func takePrices(from accepted: [Int], at now: Date) {
+        guard importPriceSource != nil || exportPriceSource != nil else { return }
+        for source in accepted where source == importPriceSource || source == exportPriceSource {
+            guard let price = sources[source].reading?.value else { continue }
+            let horizon = pendingSince ?? now
+            if source == importPriceSource {
+                importPrices?.take(price, at: now)
+                importPrices?.forget(before: horizon)
+            }
+            if source == exportPriceSource {
+                exportPrices?.take(price, at: now)
+                exportPrices?.forget(before: horizon)
+            }
+        }
+    }
+
+    /// The earliest instant a stretch still to be counted can start at: an integrating account's
+    /// last sample, a counter's last reading.
+    var pendingSince: Date? {
+        var earliest: Date?
+        for position in widgets.indices where widgets[position].money != nil {
+            for node in widgets[position].nodes.indices {
+                for account in widgets[position].nodes[node].accounts.indices {
+                    let total = widgets[position].nodes[node].accounts[account]
+                    for time in [total.lastSample.map { total.countedUntil ?? $0.at }, total.counter?.lastAt] {
+                        if let time, earliest.map({ time < $0 }) ?? true { earliest = time }
+                    }
+                }
+            }
+        }
+        return earliest
+    }
+
+    /// The standing charge accrued through the local day at `now`.
+    func standingCharge(at now: Date) -> Double {
+        guard let tariff = config.tariff, let day else { return 0 }
+        let share = now.timeIntervalSince(day.start) / day.end.timeIntervalSince(day.start)
+        return tariff.standingChargePerDay * min(1, max(0, share))
+    }
+
+    /// Widget `position`'s money at `now`; nil when it is not priced.
+    func moneyReport(of position: Int, at now: Date) -> MoneyReport? {
+        guard let money = widgets[position].money, let tariff = config.tariff else { return nil }
+        return money.report(
+            standingCharge: standingCharge(at: now), currency: tariff.currency, hasConsumption: widgets[position].config.output != nil,
+            importPrice: importPrices?.price(at: now, zone: zone), exportPrice: exportPrices?.price(at: now, zone: zone))
+    }
+
+    /// The money of flow widget `name` as of the latest event; nil when it is not priced.
+    public func money(ofWidget name: String) -> MoneyReport? {
+        guard let position = widgets.firstIndex(where: { $0.config.name == name }), let now = latestKnownTime else { return nil }
+        return moneyReport(of: position, at: now)
+    }
+
+    /// The import and export price at `instant` and when each next changes, for `check`.
+    public func priceOutlook(at instant: Date) -> [(account: EnergyAccount, pricePerKWh: Double?, nextChange: Date?)] {
+        [(EnergyAccount.imported, importPrices), (.exported, exportPrices)].compactMap { account, prices in
+            prices.map { (account, $0.price(at: instant, zone: zone), $0.nextChange(after: instant, zone: zone)) }
+        }
+    }
+}
