@@ -1,0 +1,112 @@
+import Configuration
+import FlowCore
+import Testing
+
+/// A tariff that cannot be right is a `check` error naming its key and line, never a day priced
+/// at a wrong unit.
+@Suite struct TariffConfigTests {
+    static func config(tariff: String, sources: String = "") -> String {
+        """
+        sources:
+          grid: {topic: home/grid}
+        \(sources)
+        widgets:
+          home:
+            template: flow
+            flow:
+              output: {rate: balance, total: integrate}
+              exchange: {rate: grid, total: import}
+        tariff:
+        \(tariff)
+        """
+    }
+
+    struct BadCase: Sendable, CustomTestStringConvertible {
+        var name: String
+        var tariff: String
+        var sources: String = ""
+        var path: String
+        var line: Int
+        var message: String
+        var testDescription: String { name }
+    }
+
+    // Line 1 is `sources:`; the extra sources take line 3, `tariff:` is line 10, its first key 11.
+    static let badCases: [BadCase] = [
+        BadCase(
+            name: "a unit flowbridge does not know", tariff: "  import: {price: feed}", sources: "  feed: {topic: p, unit: EUR/GJ}",
+            path: "sources.feed.unit", line: 3, message: "'EUR/GJ' is not one of W, kW, Wh, kWh, Wmin, %, or a price per energy"),
+        BadCase(
+            name: "a price source that is a meter", tariff: "  import: {price: grid}", path: "tariff.import.price", line: 11,
+            message: "source 'grid' is power (W); a price source's unit is EUR/kWh, EUR/MWh or ct/kWh"),
+        BadCase(
+            name: "a price source in another currency", tariff: "  currency: GBP\n  import: {price: feed}", sources: "  feed: {topic: p, unit: EUR/MWh}",
+            path: "tariff.import.price", line: 12, message: "source 'feed' gives prices in EUR, and the tariff's currency is GBP"),
+        BadCase(
+            name: "a zone table with a gap", tariff: "  import:\n    zones:\n      - {days: mon-fri, from: \"07:00\", to: \"22:00\", price: 0.35}",
+            path: "tariff.import.zones", line: 13,
+            message: "no zone covers mon 00:00–07:00; add one, or a last zone with only a price for the rest"),
+        BadCase(
+            name: "a zone table with an overlap",
+            tariff: "  import:\n    zones:\n      - {days: mon-fri, from: \"07:00\", to: \"22:00\", price: 0.35}\n      - {days: fri-sat, from: \"20:00\", to: \"08:00\", price: 0.2}\n      - {price: 0.25}",
+            path: "tariff.import.zones", line: 13, message: "zones 1 and 2 overlap on fri 20:00–22:00"),
+        BadCase(
+            name: "a negative standing charge", tariff: "  import: {price: 0.3}\n  standing_charge: -0.4", path: "tariff.standing_charge", line: 12,
+            message: "must not be negative"),
+        BadCase(
+            name: "an absurd price", tariff: "  import: {price: 300}", path: "tariff.import.price", line: 11,
+            message: "300 EUR/kWh is beyond 100 EUR/kWh: a wrong unit (ct/kWh or EUR/MWh written as EUR/kWh?)"),
+        BadCase(
+            name: "absurd fees", tariff: "  import: {price: 0.3, fees: 120}", path: "tariff.import.fees", line: 11, message: "120 EUR/kWh is beyond"),
+        BadCase(name: "a VAT above 100 %", tariff: "  import: {price: 0.3, vat: 190%}", path: "tariff.import.vat", line: 11, message: "'190%' is not a VAT rate"),
+        BadCase(name: "a currency that is no code", tariff: "  currency: €\n  import: {price: 0.3}", path: "tariff.currency", line: 11, message: "is not an ISO 4217 currency code"),
+        BadCase(
+            name: "a time of day that is none",
+            tariff: "  import:\n    zones:\n      - {from: \"7h\", to: \"22:00\", price: 0.35}\n      - {price: 0.25}",
+            path: "tariff.import.zones[0].from", line: 13, message: "'7h' is not a local time of day"),
+        BadCase(
+            name: "a day that is none", tariff: "  import:\n    zones:\n      - {days: weekdays, price: 0.35}\n      - {price: 0.25}",
+            path: "tariff.import.zones[0].days", line: 13, message: "'weekdays' is not a day or a range of days"),
+        BadCase(name: "no import price", tariff: "  export: {price: 0.08}", path: "tariff.import", line: 11, message: "is required"),
+        BadCase(
+            name: "both a price and zones", tariff: "  import: {price: 0.3, zones: [{price: 0.2}]}", path: "tariff.import.zones", line: 11,
+            message: "a price is either `price:` or `zones:`, not both"),
+    ]
+
+    @Test(arguments: badCases)
+    func aTariffThatCannotBeRightIsAnError(_ test: BadCase) {
+        var error: ConfigError?
+        do { _ = try DaemonConfig.parse(Self.config(tariff: test.tariff, sources: test.sources), file: "t.yaml") } catch let caught { error = caught }
+        let problem = error?.problems.first { $0.path == test.path }
+        #expect(problem?.line == test.line, "\(error?.description ?? "no error")")
+        #expect(problem?.message.contains(test.message) == true, "\(error?.description ?? "no error")")
+    }
+
+    @Test func aPriceSourceReadsItsUnitAndTheTariffItsParts() throws {
+        let config = try DaemonConfig.parse(
+            Self.config(
+                tariff: """
+                      currency: EUR
+                      import: {price: feed, fees: 0.12, vat: 19%}
+                      export:
+                        zones:
+                          - {days: "sat,sun", price: 0.10}
+                          - {days: [mon, tue, wed, thu], from: "22:00", to: "06:00", price: 0.05}
+                          - {price: 0.08}
+                      standing_charge: 0.40
+                    """, sources: "  feed: {topic: market/price, unit: EUR/MWh, stale_after: 20m}"), file: "t.yaml")
+        let tariff = try #require(config.flow.tariff)
+        let feed = try #require(config.flow.sources.first { $0.name == "feed" })
+        #expect(feed.unit == .perMegawattHour && feed.priceCurrency == "EUR" && feed.convert(250) == 0.25)
+        #expect(tariff.importPrice == PriceConfig(base: .source("feed"), feesPerKWh: 0.12, vatPercent: 19))
+        #expect(tariff.standingChargePerDay == 0.40)
+        guard case .zones(let table) = tariff.exportPrice?.base else { Issue.record("no zones"); return }
+        // Tuesday 05:59 UTC is in Monday's night zone, 06:00 not; Saturday noon is the weekend's.
+        let zone = FixedOffsetZone()
+        let tuesday = RFC3339.parse("2026-06-02T05:59:00Z")!
+        #expect(table.zone(at: tuesday, in: zone).price == 0.05)
+        #expect(table.zone(at: tuesday.addingTimeInterval(60), in: zone).price == 0.08)
+        #expect(table.zone(at: RFC3339.parse("2026-06-06T12:00:00Z")!, in: zone).price == 0.10)
+        #expect(table.nextChange(after: tuesday, in: zone) == tuesday.addingTimeInterval(60))
+    }
+}
