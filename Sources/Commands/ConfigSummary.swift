@@ -1,5 +1,6 @@
 import Configuration
 import FlowCore
+import FoundationEssentials
 import Mosquitto
 import Persistence
 import Platform
@@ -7,13 +8,22 @@ import Runtime
 
 /// What `flowbridge check` prints for a good config: which topic feeds which slot, with which sign
 /// and unit, so a user sees a flipped sign before the widget shows it.
-struct ConfigSummary {
+package struct ConfigSummary {
     let config: DaemonConfig
     let zone: any LocalTimeZone
     /// The state file a run would use here.
     let statePath: String
+    /// When `check` runs: which price applies now.
+    let now: Date
 
-    var text: String {
+    package init(config: DaemonConfig, zone: any LocalTimeZone, statePath: String, now: Date = Date()) {
+        self.config = config
+        self.zone = zone
+        self.statePath = statePath
+        self.now = now
+    }
+
+    package var text: String {
         var lines: [String] = []
         let flow = config.flow
         lines.append("config OK: \(Self.counts(config)); day in \(zone.identifier); broker \(config.mqtt.host):\(config.mqtt.port)\(config.mqtt.tls.map { $0.insecure ? " (TLS, not verified)" : " (TLS)" } ?? "")")
@@ -40,6 +50,7 @@ struct ConfigSummary {
             lines.append("")
             lines += describe(widget, in: flow, sources: sources)
         }
+        lines += tariffLines
         lines += outputLines
         return lines.joined(separator: "\n") + "\n"
     }

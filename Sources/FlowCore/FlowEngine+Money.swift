@@ -113,10 +113,20 @@ extension FlowEngine {
         return moneyReport(of: position, at: now)
     }
 
-    /// The import and export price at `instant` and when each next changes, for `check`.
+    /// The import and export price at `instant` and when each next changes to another price (a
+    /// DST change or a zone of the same price in between is no change), for `check`.
     public func priceOutlook(at instant: Date) -> [(account: EnergyAccount, pricePerKWh: Double?, nextChange: Date?)] {
         [(EnergyAccount.imported, importPrices), (.exported, exportPrices)].compactMap { account, prices in
-            prices.map { (account, $0.price(at: instant, zone: zone), $0.nextChange(after: instant, zone: zone)) }
+            guard let prices else { return nil }
+            let now = prices.price(at: instant, zone: zone)
+            var next = prices.nextChange(after: instant, zone: zone)
+            // A week of zones has at most 200 of them; a price that never changes stops there.
+            for _ in 0..<400 {
+                guard let found = next, prices.price(at: found, zone: zone) == now else { break }
+                next = prices.nextChange(after: found, zone: zone)
+            }
+            if let found = next, prices.price(at: found, zone: zone) == now { next = nil }
+            return (account, now, next)
         }
     }
 }

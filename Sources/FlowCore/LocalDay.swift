@@ -90,7 +90,7 @@ extension LocalTimeZone {
 }
 
 /// A length of time for people: `45 s`, `12 min`, `2 h 05 min`, `3 days`.
-func durationText(seconds: Double) -> String {
+package func durationText(seconds: Double) -> String {
     let whole = Int(abs(seconds).rounded())
     if whole < 90 { return "\(whole) s" }
     if whole < 5400 { return "\(Int((Double(whole) / 60).rounded())) min" }

@@ -1,5 +1,8 @@
+import Commands
 import Configuration
 import FlowCore
+import FoundationEssentials
+import Platform
 import Testing
 
 /// A tariff that cannot be right is a `check` error naming its key and line, never a day priced
@@ -108,5 +111,57 @@ import Testing
         #expect(table.zone(at: tuesday.addingTimeInterval(60), in: zone).price == 0.08)
         #expect(table.zone(at: RFC3339.parse("2026-06-06T12:00:00Z")!, in: zone).price == 0.10)
         #expect(table.nextChange(after: tuesday, in: zone) == tuesday.addingTimeInterval(60))
+    }
+}
+
+/// `check` says which price applies now and when it next changes.
+@Suite struct TariffCheckTests {
+    struct NowCase: Sendable, CustomTestStringConvertible {
+        var now: String
+        var line: String
+        var testDescription: String { now }
+    }
+
+    // Europe/Berlin; (0.35 by day on weekdays, 0.25 the rest + 0.12 fees) × 1.19: 0.5593 and 0.4403.
+    static let cases: [NowCase] = [
+        // Monday 1 June 2026, 06:30 CEST: night, until 07:00.
+        NowCase(now: "2026-06-01T04:30:00Z", line: "      now: €0.440/kWh until 07:00, then €0.559/kWh"),
+        // 21:59:30 CEST: the day price for 30 more seconds.
+        NowCase(now: "2026-06-01T19:59:30Z", line: "      now: €0.559/kWh until 22:00, then €0.440/kWh"),
+        // Friday 5 June, 23:00: the rest runs through the weekend to Monday 07:00.
+        NowCase(now: "2026-06-05T21:00:00Z", line: "      now: €0.440/kWh until 2026-06-08 07:00, then €0.559/kWh"),
+        // Saturday 24 October 2026, 23:00 CEST: the night through the change back to CET (no
+        // change of price) to Monday 07:00 CET.
+        NowCase(now: "2026-10-24T21:00:00Z", line: "      now: €0.440/kWh until 2026-10-26 07:00, then €0.559/kWh"),
+    ]
+
+    @Test(arguments: cases)
+    func checkSaysThePriceNowAndItsNextChange(_ test: NowCase) throws {
+        let config = try DaemonConfig.parse(
+            """
+            timezone: Europe/Berlin
+            sources:
+              grid: {topic: home/grid}
+            widgets:
+              home:
+                template: flow
+                flow:
+                  output: {rate: balance, total: integrate}
+                  exchange: {rate: grid, total: import}
+            tariff:
+              import:
+                zones:
+                  - {days: mon-fri, from: "07:00", to: "22:00", price: 0.35}
+                  - {price: 0.25}
+                fees: 0.12
+                vat: 19%
+              standing_charge: 0.40
+            """, file: "t.yaml")
+        let text = ConfigSummary(config: config, zone: SystemTimeZone(identifier: "Europe/Berlin")!, statePath: "/s", now: RFC3339.parse(test.now)!).text
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.contains(test.line), "\(text)")
+        #expect(lines.contains("      mon-fri 07:00–22:00: €0.350/kWh"), "\(text)")
+        #expect(lines.contains("  standing charge: €0.40 per day, accrued through the local day"), "\(text)")
+        #expect(lines.contains("  export: none (exported energy earns nothing)"), "\(text)")
     }
 }

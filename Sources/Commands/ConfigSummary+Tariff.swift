@@ -1,0 +1,78 @@
+import FlowCore
+import FoundationEssentials
+
+/// What `check` says of `tariff:`: each direction's price, which applies now and when it next
+/// changes, the standing charge, and which widgets it prices.
+extension ConfigSummary {
+    var tariffLines: [String] {
+        guard let tariff = config.flow.tariff else { return [] }
+        let currency = tariff.currency
+        let engine = FlowEngine(config: config.flow, zone: zone)
+        let outlook = engine.priceOutlook(at: now)
+        var lines = ["", "tariff (\(currency.code), amounts shown as \(currency.text(1.5)))"]
+        for (account, price) in [(EnergyAccount.imported, Optional(tariff.importPrice)), (.exported, tariff.exportPrice)] {
+            guard let price else {
+                lines.append("  export: none (exported energy earns nothing)")
+                continue
+            }
+            let found = outlook.first { $0.account == account }
+            lines.append("  \(account): \(describe(price, currency: currency))")
+            if case .zones(let table) = price.base {
+                for zone in table.zones { lines.append("      \(describe(zone)): \(currency.priceText(zone.price))") }
+            }
+            lines.append("      now: \(describeNow(account, found?.pricePerKWh, next: found?.nextChange, currency: currency, engine: engine))")
+        }
+        lines.append("  standing charge: \(currency.text(tariff.standingChargePerDay)) per day, accrued through the local day")
+        let priced = config.flow.widgets.filter { $0.exchange != nil }.map { widget in
+            "\(widget.name) (import and export of the exchange\(widget.output != nil ? "; consumption at the import price, for saved" : ""))"
+        }
+        lines.append("  prices: \(priced.joined(separator: ", "))")
+        return lines
+    }
+
+    /// `(base + €0.120 fees) × 1.19 VAT`, the base a number, the zones, or the source.
+    func describe(_ price: PriceConfig, currency: Currency) -> String {
+        let base: String
+        switch price.base {
+        case .fixed(let value): base = currency.priceText(value)
+        case .zones: base = "the zone's price (local time, \(zone.identifier))"
+        case .source(let name):
+            let source = config.flow.sources.first { $0.name == name }
+            let hold = source?.staleAfterSeconds.map { "held for its stale_after (\(durationText(seconds: $0))), then unpriced" } ?? "held until the next (stale_after: never)"
+            base = "the latest price of source '\(name)'\(source.map { " (topic \($0.topic), \($0.unit.configText(currency: $0.priceCurrency)))" } ?? ""), \(hold)"
+        }
+        guard price.feesPerKWh != 0 || price.vatPercent != 0 else { return base }
+        var formula = price.feesPerKWh != 0 ? "(\(base) + \(currency.priceText(price.feesPerKWh)) fees)" : base
+        if price.vatPercent != 0 { formula += " × \(JSONValue.format(1 + price.vatPercent / 100)) (VAT \(JSONValue.format(price.vatPercent)) %)" }
+        return formula
+    }
+
+    /// `mon-fri 07:00–22:00`, `the rest`.
+    func describe(_ zone: TimeOfUseZone) -> String {
+        guard !zone.isRest else { return "the rest" }
+        // Runs of consecutive days, Monday first: `mon-fri`, `sat,sun` as `sat-sun`, `daily`.
+        var runs: [String] = []
+        var run: [Weekday] = []
+        for day in Weekday.allCases {
+            if zone.days.contains(day) { run.append(day) }
+            if !zone.days.contains(day) || day == .sunday, let first = run.first, let last = run.last {
+                runs.append(first == last ? "\(first)" : "\(first)-\(last)")
+                run = []
+            }
+        }
+        let days = zone.days.count == 7 ? "daily" : runs.joined(separator: ",")
+        func clock(_ minute: Int) -> String {
+            func pad(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+            return "\(pad(minute / 60)):\(pad(minute % 60))"
+        }
+        return "\(days) \(clock(zone.fromMinute))–\(clock(zone.toMinute))"
+    }
+
+    /// `€0.417/kWh until 22:00, then €0.298/kWh`, or what a price source needs first.
+    func describeNow(_ account: EnergyAccount, _ pricePerKWh: Double?, next: Date?, currency: Currency, engine: FlowEngine) -> String {
+        guard let pricePerKWh else { return "unknown until the price source sends one (energy before it is counted as unpriced)" }
+        guard let next else { return "\(currency.priceText(pricePerKWh)) at all times" }
+        let then = engine.priceOutlook(at: next).first { $0.account == account }?.pricePerKWh
+        return "\(currency.priceText(pricePerKWh)) until \(zone.clockText(at: next, today: now))\(then.map { ", then \(currency.priceText($0))" } ?? "")"
+    }
+}
