@@ -45,6 +45,7 @@ public final class StdoutSink: Sink {
                         if let known = accounts.latest.withLock({ $0[push.widget] }) {
                             let balance = AccountBalance(accountsKWh: FlowEngine.summed(known.accountsKWh))
                             bytes.append(contentsOf: "; day so far: \(balance.sides)".utf8)
+                            if let money = known.money { bytes.append(contentsOf: "; money so far: \(money.text)".utf8) }
                         }
                         bytes.append(0x0A)
                     }

@@ -38,6 +38,21 @@ import Testing
         #expect(lines.last == "summary of power; day so far: production 3.5 + import 0.25 + discharge 0.1 = 3.85 kWh in, consumption 3 + export 0.6 + charge 0.25 = 3.85 kWh out", "\(lines)")
     }
 
+    /// With a tariff, the day's money follows the accounts: import 0.25 kWh cost €0.08, export
+    /// 0.6 kWh earned €0.05, a third of the €0.40 standing charge: net 0.08 − 0.05 + 0.1333 =
+    /// €0.16; the 3 kWh used would have cost €0.90 + €0.1333 from the grid: saved €0.87.
+    @Test func theSummarySaysTheDaysMoneyWithTheAccounts() throws {
+        let push = OutboxTests.pushes([1000])[0]
+        let money = MoneyReport(currency: .euro, importCost: 0.08, exportEarnings: 0.05, standingCharge: 0.40 / 3, gridOnlyCost: 0.90 + 0.40 / 3)
+        let accounts = WidgetAccounts(
+            widget: "power", at: push.at, accountsKWh: [.output: [.consumption: 3], .exchange: [.imported: 0.25, .exported: 0.6]], money: money)
+        let lines = try Self.written { sink in
+            sink.take(accounts: accounts)
+            sink.take(push)
+        }
+        #expect(lines.last?.hasSuffix("; money so far: import €0.08, export −€0.05, standing €0.13, net €0.16, saved €0.87") == true, "\(lines)")
+    }
+
     /// Before the engine handed over any accounts (the first push of a start), the summary is the
     /// widget alone: no made-up day.
     @Test func noAccountsYetNoAccountsSaid() throws {
