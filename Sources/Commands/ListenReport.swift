@@ -165,6 +165,7 @@ struct ListenReport {
             if let accounts = engine.accountTotals(ofWidget: widget.name) {
                 lines.append("  counted while listening: \(AccountBalance(accountsKWh: accounts).sides)")
             }
+            if let money = engine.money(ofWidget: widget.name) { lines += moneyLines(money) }
         }
         lines.append("")
         let silent = silentSources
@@ -204,6 +205,23 @@ struct ListenReport {
             lines.append("a sign looks wrong: \(fix); found by \(places.joined(separator: ", "))\(caveat)")
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// What the listen priced, the prices now, and the energy that had no price (the log above
+    /// says why).
+    func moneyLines(_ money: MoneyReport) -> [String] {
+        let currency = money.currency
+        var lines = ["  priced while listening: import \(currency.text(money.importCost)), export \(currency.text(-money.exportEarnings))"]
+        var prices = ["import \(money.importPricePerKWh.map(currency.priceText) ?? "unknown (no price yet)")"]
+        if config.flow.tariff?.exportPrice != nil {
+            prices.append("export \(money.exportPricePerKWh.map(currency.priceText) ?? "unknown (no price yet)")")
+        }
+        lines.append("  price now: \(prices.joined(separator: ", "))")
+        if money.unpricedTotalKWh > 0 {
+            let parts = money.unpricedKWh.keys.sorted().map { "\($0) \(JSONValue.format(PatchPolicy.quantize(money.unpricedKWh[$0]!, step: 0.001))) kWh" }
+            lines.append("  unpriced while listening: \(parts.joined(separator: ", ")): energy that flowed without a price, counted apart")
+        }
+        return lines
     }
 
     /// `+1200 W`, `0.216 kWh`, `76.5 %`: the value in flowbridge's units, with the widget's sign.

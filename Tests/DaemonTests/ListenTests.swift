@@ -130,6 +130,25 @@ struct ListenTests {
         #expect(text.contains("grid           shellypro3em-abc/status/em:0      7         0"), "\(text)")
     }
 
+    /// A tariff whose import price source never sends: the night's import (300 W) and the home's
+    /// use flow without a price, counted apart and said once; the fixed export price is known.
+    @Test func energyWithoutAPriceIsCountedApartAndSaid() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        var config = try Self.config(port: broker.port)
+        config = config.replacingOccurrences(of: "sources:\n", with: "sources:\n  price: {topic: market/price, unit: ct/kWh, stale_after: 20m}\n")
+        config += "\ntariff:\n  import: {price: price}\n  export: {price: 0.08}\n"
+        let (process, output) = try await Self.listen(config, seconds: 12, broker: broker, folder: folder)
+        try await Self.night(broker)
+        let text = await Self.finish(process, output)
+        #expect(text.contains("  price now: import unknown (no price yet), export €0.080/kWh"), "\(text)")
+        #expect(text.contains("  unpriced while listening: consumption "), "\(text)")
+        #expect(text.contains("kWh: energy that flowed without a price, counted apart"), "\(text)")
+        #expect(text.contains("  priced while listening: import €0.00, export €0.00"), "\(text)")
+        let said = text.components(separatedBy: "tariff: import energy flows without a price: its price source 'price' (topic market/price) has sent no price yet")
+        #expect(said.count == 2, "\(text)")
+    }
+
     /// No broker at all: the listen says so and fails.
     @Test func aBrokerThatNeverAnswersFailsTheListen() async throws {
         let folder = TemporaryFolder()
