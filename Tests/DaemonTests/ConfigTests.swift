@@ -229,6 +229,9 @@ import Testing
         ("widgets.b", "sources: {a: {topic: x}, s: {topic: y, unit: \"%\"}}\nwidgets: {w: {template: flow, flow: {storage: {rate: a, level: s}}}, b: {template: progress, zzz: 1, progress: {of: battery}}}"),
         ("widgets.b.progress (battery)", "sources: {a: {topic: x}, s: {topic: y, unit: \"%\"}}\nwidgets: {w: {template: flow, flow: {storage: {rate: a, level: s}}}, b: {template: progress, progress: {of: battery, zzz: 1}}}"),
         ("widgets.b.progress (self_sufficiency)", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}, b: {template: progress, progress: {of: self_sufficiency, zzz: 1}}}"),
+        ("tariff", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}\ntariff: {import: {price: 0.3}, zzz: 1}"),
+        ("tariff.import", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}\ntariff: {import: {price: 0.3, zzz: 1}}"),
+        ("tariff.import.zones[0]", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}\ntariff: {import: {zones: [{price: 0.3, zzz: 1}]}}"),
         ("widgets.b.progress (production_goal)", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {inputs: [{rate: a, total: integrate}]}}, b: {template: progress, progress: {of: production_goal, goal_kwh: 5, zzz: 1}}}"),
     ]
 
