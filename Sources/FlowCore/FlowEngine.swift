@@ -13,7 +13,8 @@ import FoundationEssentials
 /// `+Sources` (messages in, the sources' readings and silence), `+Time` (ticks, deadlines, clock
 /// steps, the local day), `+NodeValues` (a node's value, the balance), `+FlowDocuments` and
 /// `+ProgressDocuments` (each template's document and offer), `+Documents` (what both share: the
-/// stale marker, the documents asked for from outside), `+SignWarnings`, `+State` (the saved
+/// stale marker, the documents asked for from outside), `+SignWarnings`, `+Accounts` (every
+/// direction of the day), `+Money` (the day's money at the prices in force), `+State` (the saved
 /// state) and `+Reload` (what a reloaded engine takes over).
 public struct FlowEngine: Sendable {
     public enum Output: Sendable, Equatable {
