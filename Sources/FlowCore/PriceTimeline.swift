@@ -39,11 +39,15 @@ public struct PriceTimeline: Sendable, Equatable {
         switch config.base {
         case .fixed(let price): return price
         case .zones(let table): return table.zone(at: instant, in: zone).price
-        case .source:
-            guard let point = points.last(where: { $0.from <= instant }) else { return nil }
-            if let holdSeconds, instant.timeIntervalSince(point.heard) >= holdSeconds { return nil }
-            return point.basePerKWh
+        case .source: return heldPoint(at: instant)?.basePerKWh
         }
+    }
+
+    /// A price source's price in force at `instant`, while it still holds.
+    func heldPoint(at instant: Date) -> PricePoint? {
+        guard let point = points.last(where: { $0.from <= instant }) else { return nil }
+        if let holdSeconds, instant.timeIntervalSince(point.heard) >= holdSeconds { return nil }
+        return point
     }
 
     /// The next instant after `instant` where the price may change; nil when it never does (as
@@ -76,7 +80,7 @@ public struct PriceTimeline: Sendable, Equatable {
     /// A price source sent `basePerKWh` at `now`: in force from now (the same price again only
     /// confirms it).
     mutating func take(_ basePerKWh: Double, at now: Date) {
-        if let last = points.last, last.basePerKWh == basePerKWh, basePrice(at: now, zone: FixedOffsetZone()) != nil {
+        if let last = points.last, last.basePerKWh == basePerKWh, heldPoint(at: now) != nil {
             points[points.count - 1].heard = now
             return
         }

@@ -1,0 +1,58 @@
+@testable import FlowCore
+import FoundationEssentials
+import Testing
+
+/// The pieces pricing is made of: how a stretch of energy divides between two prices, and how long
+/// a price source's price holds.
+@Suite struct PricingTests {
+    static let t0 = Date(timeIntervalSince1970: 1_780_300_800)  // 2026-06-01T08:00:00Z
+
+    struct ShareCase: Sendable, CustomTestStringConvertible {
+        var name: String
+        var span: EnergySpan
+        /// The energy of the first half hour and of the second.
+        var halves: (Double, Double)
+        var testDescription: String { name }
+    }
+
+    static let hour = t0.addingTimeInterval(3600)
+
+    static let shareCases: [ShareCase] = [
+        // 1 kW flat for an hour: 0.5 kWh each half.
+        ShareCase(name: "a flat rate", span: EnergySpan(start: t0, end: hour, energyKWh: 1, startRateW: 1000, endRateW: 1000), halves: (0.5, 0.5)),
+        // 0 → 2 kW: the first half ½ · 1 kW · ½ h = 0.25 kWh, the second (1 + 2)/2 · ½ = 0.75.
+        ShareCase(name: "a rising rate", span: EnergySpan(start: t0, end: hour, energyKWh: 1, startRateW: 0, endRateW: 2000), halves: (0.25, 0.75)),
+        // −1 kW → +1 kW crosses 0 at the half hour: all of its 0.25 kWh in the second half.
+        ShareCase(name: "a rate crossing zero", span: EnergySpan(start: t0, end: hour, energyKWh: 0.25, startRateW: -1000, endRateW: 1000), halves: (0, 0.25)),
+        // A counter's rise has no rates: spread evenly.
+        ShareCase(name: "a counter's rise", span: EnergySpan(start: t0, end: hour, energyKWh: 0.7), halves: (0.35, 0.35)),
+    ]
+
+    @Test(arguments: shareCases)
+    func aSpanDividesItsEnergyByWhenItFlowed(_ test: ShareCase) {
+        let middle = Self.t0.addingTimeInterval(1800)
+        let first = test.span.energyKWh(from: Self.t0, to: middle)
+        let second = test.span.energyKWh(from: middle, to: Self.hour)
+        #expect(abs(first - test.halves.0) < 1e-12 && abs(second - test.halves.1) < 1e-12, "\(first), \(second)")
+        #expect(abs(first + second - test.span.energyKWh) < 1e-12)
+    }
+
+    /// A source's price holds for its stale_after after it was last heard; the same price again
+    /// only confirms it; a later one replaces it from its arrival.
+    @Test func aSourcesPriceHoldsForItsStaleAfter() {
+        var prices = PriceTimeline(config: PriceConfig(base: .source("p"), feesPerKWh: 0.1), holdSeconds: 1200)
+        let zone = FixedOffsetZone()
+        #expect(prices.price(at: Self.t0, zone: zone) == nil)
+        prices.take(0.2, at: Self.t0)
+        prices.take(0.2, at: Self.t0.addingTimeInterval(900))  // confirmed at 08:15: holds to 08:35
+        #expect(prices.points.count == 1)
+        #expect(prices.price(at: Self.t0.addingTimeInterval(2099), zone: zone).map { abs($0 - 0.3) < 1e-12 } == true)
+        #expect(prices.price(at: Self.t0.addingTimeInterval(2100), zone: zone) == nil)
+        #expect(prices.nextChange(after: Self.t0.addingTimeInterval(1000), zone: zone) == Self.t0.addingTimeInterval(2100))
+        prices.take(0.5, at: Self.t0.addingTimeInterval(3600))
+        #expect(prices.price(at: Self.t0.addingTimeInterval(3600), zone: zone).map { abs($0 - 0.6) < 1e-12 } == true)
+        // Nothing still to price reaches back before 09:00: the 08:00 price is forgotten.
+        prices.forget(before: Self.t0.addingTimeInterval(3600))
+        #expect(prices.points.map(\.basePerKWh) == [0.5])
+    }
+}
