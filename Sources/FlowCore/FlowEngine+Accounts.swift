@@ -77,10 +77,12 @@ extension FlowEngine {
     /// After a push of widget `position`: its accounts go out with it.
     mutating func sendAccounts(of position: Int, at now: Date, into out: inout [Output]) {
         let accounts = Self.accounts(of: widgets[position])
+        let money = moneyReport(of: position, at: now)
         widgets[position].accountsSentAt = now
         widgets[position].accountsMoved = false
         widgets[position].accountsSent = Self.rounded(accounts)
-        out.append(.accounts(widget: widgets[position].config.name, at: now, accounts, money: moneyReport(of: position, at: now)))
+        widgets[position].moneySent = money.map(Self.rounded)
+        out.append(.accounts(widget: widgets[position].config.name, at: now, accounts, money: money))
     }
 
     /// On a tick: the accounts of every widget whose accounts moved (at Wh resolution) and whose
@@ -89,7 +91,9 @@ extension FlowEngine {
         for position in widgets.indices where widgets[position].accountsMoved {
             guard let sentAt = widgets[position].accountsSentAt else { continue }  // the first push sends them
             guard now.timeIntervalSince(sentAt) >= Self.accountsIntervalSeconds else { continue }
-            if Self.rounded(Self.accounts(of: widgets[position])) == widgets[position].accountsSent {
+            if Self.rounded(Self.accounts(of: widgets[position])) == widgets[position].accountsSent,
+                moneyReport(of: position, at: now).map(Self.rounded) == widgets[position].moneySent
+            {
                 widgets[position].accountsMoved = false
                 continue
             }
@@ -106,6 +110,13 @@ extension FlowEngine {
             if next.map({ due < $0 }) ?? true { next = due }
         }
         return next
+    }
+
+    /// A ten-thousandth of the currency, and the prices: what the money's sensors carry. The
+    /// standing charge moves it while no energy does (a quiet night), the prices at a new slot.
+    static func rounded(_ money: MoneyReport) -> [Double?] {
+        [money.importCost, money.exportEarnings, money.netCost, money.saved].map { $0.map { PatchPolicy.quantize($0, step: 0.0001) } }
+            + [money.importPricePerKWh, money.exportPricePerKWh]
     }
 
     /// Wh resolution: what the sensors carry, and so what counts as a move.

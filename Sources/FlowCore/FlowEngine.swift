@@ -153,6 +153,8 @@ public struct FlowEngine: Sendable {
         /// whether a reading moved them since.
         var accountsSentAt: Date?
         var accountsSent: NodeAccounts?
+        /// The money the last accounts carried, as `rounded` makes it.
+        var moneySent: [Double?]?
         var accountsMoved = false
         /// The day's money; nil without a tariff, or without an exchange node to price.
         var money: DayMoney?

@@ -1,5 +1,6 @@
 @testable import FlowCore
 import FoundationEssentials
+import TestSupport
 import Testing
 
 /// The pieces pricing is made of: how a stretch of energy divides between two prices, and how long
@@ -54,5 +55,28 @@ import Testing
         // Nothing still to price reaches back before 09:00: the 08:00 price is forgotten.
         prices.forget(before: Self.t0.addingTimeInterval(3600))
         #expect(prices.points.map(\.basePerKWh) == [0.5])
+    }
+}
+
+/// The money's sensors hear of the standing charge on a quiet night, when no energy moves the
+/// accounts: at most a minute apart while readings come, and never more often.
+@Suite struct QuietNightMoneyTests {
+    @Test func theStandingChargeKeepsTheMoneyMovingWithoutEnergy() {
+        // 2.40 a day: 0.0001 every 3.6 s, so every minute's accounts carry a new amount.
+        let config = FlowConfig(
+            sources: [source("grid", "home/grid")],
+            widgets: [FlowWidgetConfig(name: "home", output: node("balance", total: .integrate), exchange: node("grid", total: .imported), policy: eager)],
+            tariff: TariffConfig(importPrice: PriceConfig(base: .fixed(0.3)), standingChargePerDay: 2.40))
+        var harness = EngineHarness(config)
+        let midnight = 1_780_272_000.0  // 2026-06-01T00:00:00Z
+        for second in stride(from: 0.0, through: 600, by: 10) { harness.send("home/grid", "0", at: midnight + second) }
+        let times = harness.moneyOutputs.map(\.at.timeIntervalSince1970)
+        let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
+        // The first push sends them, then one a minute: ten minutes give about ten.
+        #expect((9...11).contains(times.count), "\(times.map { $0 - midnight })")
+        #expect(gaps.allSatisfy { $0 >= FlowEngine.accountsIntervalSeconds && $0 <= FlowEngine.accountsIntervalSeconds + 10 }, "\(gaps)")
+        let last = harness.moneyOutputs.last!.money
+        #expect(abs(last.standingCharge - 2.40 * (times.last! - midnight) / 86_400) < 1e-12)
+        #expect(last.importCost == 0)
     }
 }
