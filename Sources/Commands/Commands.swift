@@ -6,8 +6,8 @@ public enum Commands {
     /// Every command, in the order the overview lists them.
     static var all: [any Command.Type] {
         [
-            RunCommand.self, CheckCommand.self, DiscoverCommand.self, ReplayCommand.self, RenderCommand.self, SimulateCommand.self,
-            HelpCommand.self, VersionCommand.self,
+            RunCommand.self, CheckCommand.self, DiscoverCommand.self, RecordCommand.self, ReplayCommand.self, RenderCommand.self,
+            SimulateCommand.self, HelpCommand.self, VersionCommand.self,
         ]
     }
 

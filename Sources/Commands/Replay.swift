@@ -7,16 +7,22 @@ import Platform
 import Runtime
 
 /// One recorded MQTT message: `{"t": "<RFC 3339>", "topic": "...", "payload": "<text>"}`, or
-/// `"payload_b64"` for bytes that are not text.
+/// `"payload_b64"` for bytes that are not text; `"retained": true` for the broker's stored copy
+/// that `record` was handed at its subscription (absent, as in every trace written before
+/// `record` existed: a live publish).
 public struct TraceMessage: Sendable, Equatable {
     public var at: Date
     public var topic: String
     public var payload: [UInt8]
+    /// The broker's retained copy, of unknown age: replay gives it to the engine as such, so it
+    /// shows without being integrated, as it would live.
+    public var retained: Bool
 
-    public init(at: Date, topic: String, payload: [UInt8]) {
+    public init(at: Date, topic: String, payload: [UInt8], retained: Bool = false) {
         self.at = at
         self.topic = topic
         self.payload = payload
+        self.retained = retained
     }
 
     /// Reads one trace line; the error says what is wrong with it.
@@ -27,11 +33,17 @@ public struct TraceMessage: Sendable, Equatable {
         guard let text = json["t"]?.stringValue else { throw TraceError(reason: "no \"t\" time") }
         guard let at = RFC3339.parse(text) else { throw TraceError(reason: "\"t\" is not an RFC 3339 time: \(text)") }
         guard let topic = json["topic"]?.stringValue, !topic.isEmpty else { throw TraceError(reason: "no \"topic\"") }
+        let retained: Bool
+        switch json["retained"] {
+        case nil: retained = false
+        case .bool(let flag)?: retained = flag
+        case let other?: throw TraceError(reason: "\"retained\" is not true or false: \(other)")
+        }
         if let payload = json["payload"]?.stringValue {
-            self.init(at: at, topic: topic, payload: Array(payload.utf8))
+            self.init(at: at, topic: topic, payload: Array(payload.utf8), retained: retained)
         } else if let encoded = json["payload_b64"]?.stringValue {
             guard let bytes = Data(base64Encoded: encoded) else { throw TraceError(reason: "\"payload_b64\" is not base64") }
-            self.init(at: at, topic: topic, payload: Array(bytes))
+            self.init(at: at, topic: topic, payload: Array(bytes), retained: retained)
         } else {
             throw TraceError(reason: "no \"payload\" or \"payload_b64\" text")
         }
@@ -44,7 +56,10 @@ public struct TraceMessage: Sendable, Equatable {
         } else {
             ("payload_b64", .string(Data(payload).base64EncodedString()))
         }
-        return JSONValue.object(["t": .string(RFC3339.format(at)), "topic": .string(topic), payloadMember.0: payloadMember.1]).description
+        var members: [String: JSONValue] = ["t": .string(RFC3339.format(at)), "topic": .string(topic), payloadMember.0: payloadMember.1]
+        // Only when set: a live message's line is the same as before the member existed.
+        if retained { members["retained"] = .bool(true) }
+        return JSONValue.object(members).description
     }
 }
 
@@ -79,7 +94,8 @@ public struct Replay {
     /// subscription (silent sources are counted from it).
     public mutating func feed(_ message: TraceMessage) -> [FlowEngine.Output] {
         let subscribed = engine.subscribedAt == nil ? engine.subscribed(at: message.at) : []
-        return subscribed + engine.tick(through: message.at) + engine.receive(topic: message.topic, payload: message.payload, at: message.at)
+        return subscribed + engine.tick(through: message.at)
+            + engine.receive(topic: message.topic, payload: message.payload, at: message.at, retained: message.retained)
     }
 
     /// After the last message: runs the deadlines of the next `drainSeconds`.

@@ -4,15 +4,17 @@ import Mosquitto
 import Persistence
 import Platform
 
-/// Listens to a broker for a fixed time, with the daemon's own MQTT client: what `check --listen`
-/// and `discover` share. Messages are handed over in order with the wall-clock time they arrived,
-/// a tick comes once a second, and at the end the client stops (publishing nothing).
+/// Listens to a broker for a fixed time, with the daemon's own MQTT client: what `check --listen`,
+/// `discover` and `record` share. Messages are handed over in order with the wall-clock time they
+/// arrived, a tick comes once a second, and at the end the client stops (publishing nothing).
+/// Cancelling the task that runs it ends it early, the same way: `record` stops at a signal.
 package struct TimedListen {
     let client: MQTTClient
-    let seconds: Double
+    /// nil: until the task that runs the listen is cancelled.
+    let seconds: Double?
     let log: Logger
 
-    package init(client: MQTTClient, seconds: Double, log: Logger) {
+    package init(client: MQTTClient, seconds: Double?, log: Logger) {
         self.client = client
         self.seconds = seconds
         self.log = log
@@ -27,15 +29,16 @@ package struct TimedListen {
         package var refusedSubscriptions: [(filter: String, reason: String)] = []
     }
 
-    /// Runs for `seconds`: `connected` after every (re)connect, `message` for each message, `tick`
-    /// once a second with the whole seconds elapsed. Returns once the client has stopped.
+    /// Runs for `seconds` (or until cancelled): `connected` after every (re)connect, `message` for
+    /// each message, `tick` once a second with the whole seconds elapsed. Returns once the client
+    /// has stopped.
     package func run(
         connected: @escaping @Sendable () -> Void, message: @escaping @Sendable (MQTTMessage, Date) -> Void,
         tick: @escaping @Sendable (Int, Date) -> Void
     ) async -> Outcome {
         let client = client
         let log = log
-        let end = ContinuousClock.now + .milliseconds(Int((seconds * 1000).rounded()))
+        let end = seconds.map { ContinuousClock.now + .milliseconds(Int(($0 * 1000).rounded())) }
         do { try client.start() } catch {
             return Outcome(connected: false, lastProblem: "\(error)")
         }
@@ -68,8 +71,10 @@ package struct TimedListen {
             }
             group.addTask {
                 var second = 0
-                while ContinuousClock.now < end {
-                    try? await Task.sleep(until: min(end, ContinuousClock.now + .seconds(1)), clock: .continuous)
+                while end.map({ ContinuousClock.now < $0 }) ?? true {
+                    let next = ContinuousClock.now + .seconds(1)
+                    try? await Task.sleep(until: end.map { min($0, next) } ?? next, clock: .continuous)
+                    if Task.isCancelled { break }
                     second += 1
                     tick(second, Date())
                 }
