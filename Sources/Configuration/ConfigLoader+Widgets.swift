@@ -3,7 +3,8 @@ import FlowCore
 extension ConfigLoader {
     /// A widget as read, before the progress widgets' references to flow widgets are checked.
     enum LoadedWidget {
-        case flow(FlowWidgetConfig)
+        /// With its `subtitle: {show: …}`, which needs a tariff.
+        case flow(FlowWidgetConfig, moneySubtitle: ConfigNode?)
         /// With its `progress:` mapping and its `flow:`, for the problems found once every widget
         /// is read.
         case progress(ProgressWidgetConfig, progress: ConfigNode, flow: ConfigValue<String>?)
@@ -14,6 +15,9 @@ extension ConfigLoader {
     struct WidgetsSection {
         var flow: FlowConfig
         var pushes: [(widget: String, push: ConfigNode)] = []
+        /// What shows the day's money, and so needs `tariff:` (read after the widgets): each
+        /// place, and what it shows in the config's words.
+        var showsMoney: [(place: ConfigNode, what: String)] = []
     }
 
     /// The `widgets:` mapping: flow widgets, and progress widgets that read them (in any order).
@@ -25,11 +29,13 @@ extension ConfigLoader {
             let (widget, push) = loadWidget(name.value, widgetNode, sources: sources)
             if let push { section.pushes.append((name.value, push)) }
             switch widget {
-            case .flow(let widget)?:
+            case .flow(let widget, let subtitle)?:
                 section.flow.widgets.append(widget)
+                if let subtitle, let figure = widget.subtitleMoney { section.showsMoney.append((subtitle, figure.rawValue)) }
             case .progress(let widget, let node, let flow)?:
                 section.flow.progressWidgets.append(widget)
                 progress.append((node, flow))
+                if case .cost = widget.measure { section.showsMoney.append((node, "of: cost")) }
             case nil:
                 break
             }
@@ -61,8 +67,9 @@ extension ConfigLoader {
             return (nil, push)
         }
         // What every template shares: the content's own fields, the policy, the stale marker.
+        let subtitle = map.field("subtitle").map { loadSubtitle($0, template: template) }
         let shared = SharedContent(
-            label: map.text("label")?.value, subtitle: map.text("subtitle")?.value, icon: map.text("icon", limit: 128)?.value,
+            label: map.text("label")?.value, subtitle: subtitle?.text, icon: map.text("icon", limit: 128)?.value,
             accentColor: map.text("accent_color")?.value, backgroundColor: map.text("background_color")?.value,
             textColor: map.text("text_color")?.value)
         let policy = map.field("policy").map(loadPolicy) ?? PatchPolicyConfig()
@@ -75,8 +82,36 @@ extension ConfigLoader {
                 name: name, shared: shared, measure: progress.measure, flow: progress.flow?.value, policy: policy, staleMarker: staleMarker)
             return (.progress(widget, progress: progress.node, flow: progress.flow), push)
         case .flow:
-            let widget = FlowWidgetConfig(name: name, shared: shared, policy: policy, staleMarker: staleMarker)
-            return (loadFlow(widget, &map, sources: known).map(LoadedWidget.flow), push)
+            let money = subtitle?.money
+            let widget = FlowWidgetConfig(name: name, shared: shared, policy: policy, staleMarker: staleMarker, subtitleMoney: money?.value)
+            guard let loaded = loadFlow(widget, &map, sources: known) else { return (nil, push) }
+            if let money, money.value == .netCost, loaded.exchange == nil {
+                money.report("net_cost is the money of this widget's exchange, and it has none (the grid's import and export are what a tariff prices)")
+            }
+            return (.flow(loaded, moneySubtitle: money.map { $0.holding($0.node) }), push)
+        }
+    }
+
+    /// `subtitle:`: a text, or on a flow widget `{show: net_cost | price_now}`, a figure of the
+    /// day's money that the engine writes, a short text (`Net today €1.18`).
+    func loadSubtitle(_ node: ConfigNode, template: Template) -> (text: String?, money: ConfigValue<MoneyFigure>?) {
+        guard node.node.pairs != nil else { return (node.text()?.value, nil) }
+        guard template == .flow else {
+            node.report("a bar's subtitle is a text; {show: …}, a figure of the day's money, is a flow widget's")
+            return (nil, nil)
+        }
+        guard var map = node.mapping() else { return (nil, nil) }
+        defer { map.finish() }
+        return (nil, map.required("show")?.choice(MoneyFigure.self))
+    }
+
+    /// Everything that shows the day's money needs the prices it is counted at: without
+    /// `tariff:` (`written` false) each says so at its own key. A `tariff:` written with problems
+    /// has them said at its keys, once.
+    func checkTariff(for section: WidgetsSection, written: Bool) {
+        guard !written else { return }
+        for (place, what) in section.showsMoney {
+            place.report("\(what) shows the day's money, counted at the tariff's prices, and the config has no tariff:")
         }
     }
 
@@ -119,11 +154,16 @@ extension ConfigLoader {
 
     /// The words of `progress: {of: …}`.
     enum MeasureWord: String, CaseIterable {
-        case battery, selfSufficiency = "self_sufficiency", productionGoal = "production_goal"
+        case battery, selfSufficiency = "self_sufficiency", productionGoal = "production_goal", cost
     }
 
+    /// A daily budget beyond this is a typo (or a wrong unit), in any currency: no home's day
+    /// costs a million.
+    static let largestBudget = 1_000_000.0
+
     /// `of:` and what it takes: `rate:`, `level:` and `capacity_kwh:` for a battery, `goal_kwh:`
-    /// for a production goal. A key another measure takes is reported as unknown here.
+    /// for a production goal, `budget:` for the cost. A key another measure takes is reported as
+    /// unknown here.
     func loadMeasure(_ map: inout MappingReader, sources: [String: SourceConfig]) -> ProgressMeasure? {
         guard let word = map.required("of")?.choice(MeasureWord.self) else {
             map.ignoreRest()
@@ -148,12 +188,21 @@ extension ConfigLoader {
         case .productionGoal:
             guard let goal = map.required("goal_kwh")?.number().flatMap(positive) else { return nil }
             return .productionGoal(goalKWh: goal)
+        case .cost:
+            guard let budget = map.required("budget")?.number() else { return nil }
+            guard budget.value > 0, budget.value <= Self.largestBudget else {
+                budget.report(budget.value > 0
+                    ? "\(JSONValue.format(budget.value)) is beyond \(JSONValue.format(Self.largestBudget)): a day's budget in the tariff's currency (a wrong unit?)"
+                    : "must be more than 0: the day's net cost, in the tariff's currency, that fills the bar")
+                return nil
+            }
+            return .cost(budget: budget.value)
         }
     }
 
     /// What a progress widget reads from a flow widget must be there: the flow widget its `flow:`
     /// names (or the only one), and in it the storage's rate and level, the import and output
-    /// totals, or the inputs' totals.
+    /// totals, the inputs' totals, or the exchange the money is counted on.
     func checkReferences(of widget: ProgressWidgetConfig, in config: FlowConfig, progress: ConfigNode, flow flowName: ConfigValue<String>?) {
         let flowNames = config.widgets.map(\.name)
         let listed = flowNames.isEmpty ? "there is none" : "flow widgets: \(flowNames.joined(separator: ", "))"
@@ -195,6 +244,10 @@ extension ConfigLoader {
         case .productionGoal:
             if !flow.inputs.contains(where: { $0.total != nil }) {
                 progress.report("\(what) reads the inputs' totals of flow widget '\(flow.name)', and none of its inputs has a total (total: integrate or a counter)")
+            }
+        case .cost:
+            if flow.exchange == nil {
+                progress.report("\(what) reads the day's money of flow widget '\(flow.name)', and it has no exchange node (the grid's import and export are what a tariff prices)")
             }
         case .battery:
             break

@@ -20,7 +20,9 @@ struct ConfigLoader {
         let sources = top.required("sources").map(loadSources) ?? []
         let widgets = top.required("widgets").map { loadWidgets($0, sources: sources) }
         var flow = widgets?.flow ?? FlowConfig(sources: sources, widgets: [])
-        flow.tariff = top.field("tariff").flatMap { loadTariff($0, sources: sources, flow: flow) }
+        let tariff = top.field("tariff")
+        flow.tariff = tariff.flatMap { loadTariff($0, sources: sources, flow: flow) }
+        if let widgets { checkTariff(for: widgets, written: tariff != nil) }
         var mqtt = broker.settings
         mqtt.maximumPayloadBytes = Self.maximumPayloadBytes(of: sources)
         let output = top.field("output").map { loadOutput($0, mqtt: &mqtt, topicPrefix: broker.topicPrefix, flow: flow) }

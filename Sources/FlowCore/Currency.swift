@@ -28,8 +28,7 @@ public struct Currency: Sendable, Equatable, CustomStringConvertible {
 
     /// An amount for people: `€1.23`, `−€0.45`, `CHF 1.20`, `12.30 kr` (the sign a true minus).
     public func text(_ amount: Double) -> String {
-        let step = decimals == 0 ? 1 : 1 / Double(Self.power(decimals))
-        let rounded = PatchPolicy.quantize(abs(amount), step: step)
+        let rounded = self.rounded(abs(amount))
         let digits = Self.fixed(rounded, decimals: decimals)
         let sign = amount < 0 && rounded > 0 ? "−" : ""
         // Letters after the number where the custom is (kr, zł, Kč, Ft), a symbol before it.
@@ -37,6 +36,12 @@ public struct Currency: Sendable, Equatable, CustomStringConvertible {
             return "\(sign)\(digits) \(symbol)"
         }
         return symbol == code ? "\(sign)\(code) \(digits)" : "\(sign)\(symbol)\(digits)"
+    }
+
+    /// `amount` to the smallest unit its text shows (a cent, a yen): what a widget that shows
+    /// money compares, so that it moves when the shown figure does.
+    public func rounded(_ amount: Double) -> Double {
+        PatchPolicy.quantize(amount, step: decimals == 0 ? 1 : 1 / Double(Self.power(decimals)))
     }
 
     /// A price per kWh for people, with a tenth of a cent: `€0.312/kWh`.

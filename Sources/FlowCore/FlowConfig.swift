@@ -305,11 +305,14 @@ public struct FlowWidgetConfig: Sendable, Equatable {
     public var policy: PatchPolicyConfig
     /// While a held slot is stale its node turns gray and the subtitle names the silent meters.
     public var staleMarker: Bool
+    /// What of the day's money the subtitle shows (`subtitle: {show: net_cost}`) in place of a
+    /// text; nil: the subtitle is `shared.subtitle`.
+    public var subtitleMoney: MoneyFigure?
 
     public init(
         name: String, shared: SharedContent = SharedContent(), unit: String? = "W", inputs: [NodeConfig] = [],
         output: NodeConfig? = nil, storage: NodeConfig? = nil, exchange: NodeConfig? = nil,
-        policy: PatchPolicyConfig = PatchPolicyConfig(), staleMarker: Bool = true
+        policy: PatchPolicyConfig = PatchPolicyConfig(), staleMarker: Bool = true, subtitleMoney: MoneyFigure? = nil
     ) {
         self.name = name
         self.shared = shared
@@ -320,6 +323,7 @@ public struct FlowWidgetConfig: Sendable, Equatable {
         self.exchange = exchange
         self.policy = policy
         self.staleMarker = staleMarker
+        self.subtitleMoney = subtitleMoney
     }
 
     /// Every configured node with its place, in document order.
@@ -330,6 +334,14 @@ public struct FlowWidgetConfig: Sendable, Equatable {
         if let exchange { all.append((.exchange, exchange)) }
         return all
     }
+}
+
+/// A figure of the day's money a flow widget's subtitle shows (`subtitle: {show: …}`).
+public enum MoneyFigure: String, Sendable, CaseIterable {
+    /// The widget's net cost today: `Net today €1.18`.
+    case netCost = "net_cost"
+    /// The import price in force now, fees and VAT in: `Now €0.312/kWh`.
+    case priceNow = "price_now"
 }
 
 /// A `progress` widget (`spec/progress-template.txt`): one bar derived from the engine's state,
@@ -368,6 +380,9 @@ public enum ProgressMeasure: Sendable, Equatable {
     case selfSufficiency
     /// Today's production (the inputs' totals) against a daily goal.
     case productionGoal(goalKWh: Double)
+    /// Today's net cost (import − export + the standing charge so far) against a daily budget,
+    /// an amount in the tariff's currency.
+    case cost(budget: Double)
 
     /// The config's word for it.
     public var word: String {
@@ -375,6 +390,7 @@ public enum ProgressMeasure: Sendable, Equatable {
         case .battery: "battery"
         case .selfSufficiency: "self_sufficiency"
         case .productionGoal: "production_goal"
+        case .cost: "cost"
         }
     }
 }

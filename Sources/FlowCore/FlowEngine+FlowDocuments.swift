@@ -5,13 +5,15 @@ import FoundationEssentials
 extension FlowEngine {
     /// The widget's content now, quantized per its policy. A node showing a held reading of a
     /// silent meter is gray and marked held, and the subtitle says which meters are silent since
-    /// when (unless the widget's `stale_marker` is off).
+    /// when (unless the widget's `stale_marker` is off); otherwise it shows the figure of the
+    /// day's money the config asks for, if any.
     mutating func content(of position: Int, at now: Date, into out: inout [Output]) -> (flow: FlowContent, held: Set<NodePlace>) {
         // The widget's parts are read in place: a copy of the whole widget state is made for
         // nothing at every message.
         let policy = widgets[position].config.policy
         let staleMarker = widgets[position].config.staleMarker
         var content = FlowContent(shared: widgets[position].config.shared, unit: widgets[position].config.unit)
+        if let figure = widgets[position].config.subtitleMoney { content.shared.subtitle = moneySubtitle(figure, ofWidget: position, at: now) }
         // Nodes whose meters are silent while the widget shows their last reading, and since when.
         var silent: [Int: Date] = [:]
         var held: Set<NodePlace> = []
@@ -49,6 +51,19 @@ extension FlowEngine {
         }
         if !silent.isEmpty { content.shared.subtitle = staleSubtitle(silentNames(silent, inWidget: position), at: now) }
         return (content, held)
+    }
+
+    /// `Net today €1.18` or `Now €0.312/kWh` (the import price, fees and VAT in; `No price now`
+    /// while a price source is silent past its `stale_after`), to the cent or the tenth of a cent
+    /// the text shows: the widget is pushed when the text changes, not at every message.
+    func moneySubtitle(_ figure: MoneyFigure, ofWidget position: Int, at now: Date) -> String? {
+        guard let currency = config.tariff?.currency else { return nil }
+        switch figure {
+        case .netCost:
+            return moneyReport(of: position, at: now).map { "Net today \(currency.text($0.netCost))" }
+        case .priceNow:
+            return importPrices?.price(at: now, zone: zone).map { "Now \(currency.priceText($0))" } ?? "No price now"
+        }
     }
 
     /// Whether the output a push shows is the balance of the rates it shows: the output is

@@ -2,7 +2,8 @@ import FoundationEssentials
 
 /// From the engine's state to a progress widget's document (`spec/progress-template.txt`): a
 /// battery's level with its trend, rows and self-advancing window; the day's self-sufficiency;
-/// the day's production against a goal. Totals are the flow widget's own: one energy day.
+/// the day's production against a goal; the day's net cost against a budget. Totals and money
+/// are the flow widget's own: one energy day.
 extension FlowEngine {
     /// A progress widget's document, and the rate its texts show.
     struct GaugeDocument {
@@ -30,6 +31,9 @@ extension FlowEngine {
             document = made
         case .productionGoal(let goalKWh):
             guard let made = productionDocument(gauge, goalKWh: goalKWh, at: now, silent: &silent) else { return nil }
+            document = made
+        case .cost(let budget):
+            guard let made = costDocument(gauge, budget: budget, at: now, silent: &silent) else { return nil }
             document = made
         }
         if gauge.config.staleMarker, !silent.isEmpty {
@@ -138,7 +142,8 @@ extension FlowEngine {
     // MARK: - The day's totals
 
     /// 1 − import today / output today, within 0…1 (no consumption yet: 1); rows: Home, From
-    /// grid, Solar today. The totals are the flow widget's exchange (import) and output totals.
+    /// grid, with a tariff Saved (third, among the rows the widget draws), Solar today. The totals
+    /// are the flow widget's exchange (import) and output totals.
     func selfSufficiencyDocument(_ gauge: GaugeState, at now: Date, silent: inout [(name: String, since: Date)]) -> GaugeDocument? {
         guard let flow = gauge.flow, hasRead(gauge) else { return nil }
         let policy = gauge.config.policy
@@ -147,6 +152,7 @@ extension FlowEngine {
         let importKWh = nodes.first { $0.place == .exchange }?.total?.energyKWh ?? 0
         let value = policy.fraction(outputKWh > 0 ? 1 - importKWh / outputKWh : 1)
         var rows = [energyRow("Home", outputKWh, policy), energyRow("From grid", importKWh, policy)]
+        if let saved = moneyReport(of: flow, at: now).flatMap(savedRow) { rows.append(saved) }
         if let solarKWh = inputsKWh(nodes) { rows.append(energyRow("Solar today", solarKWh, policy)) }
         // The grid's or the home's meter silent: their totals stand still while the bar shows them.
         silent = silentNodes(of: flow, where: { $0.place == .exchange || $0.place == .output }, at: now)
@@ -173,6 +179,35 @@ extension FlowEngine {
         return GaugeDocument(
             content: ProgressContent(shared: gauge.config.shared, value: policy.fraction(producedKWh / goalKWh), statRows: rows),
             rateW: shown)
+    }
+
+    // MARK: - The day's money
+
+    /// Net cost / budget within 0…1 (a day that earned more than it cost shows 0); rows: Import,
+    /// Export (with an export price; earnings shown as money off the bill, `−€0.45`), Saved (with
+    /// an output), Net `€1.18 of €5.00`, and Unpriced kWh once energy flowed without a price.
+    ///
+    /// Every figure is the currency's smallest unit (a cent), and so is the net cost the bar is
+    /// made of: the document changes, and the policy pushes it, when a figure it shows moves,
+    /// never for a fraction of a cent at each message.
+    func costDocument(_ gauge: GaugeState, budget: Double, at now: Date, silent: inout [(name: String, since: Date)]) -> GaugeDocument? {
+        guard let flow = gauge.flow, hasRead(gauge), let money = moneyReport(of: flow, at: now) else { return nil }
+        let policy = gauge.config.policy
+        let currency = money.currency
+        var rows = [StatRow(label: "Import", value: currency.text(money.importCost))]
+        if exportPrices != nil { rows.append(StatRow(label: "Export", value: currency.text(-money.exportEarnings))) }
+        if let saved = savedRow(money) { rows.append(saved) }
+        rows.append(StatRow(label: "Net", value: "\(currency.text(money.netCost)) of \(currency.text(budget))"))
+        if money.unpricedTotalKWh > 0 { rows.append(energyRow("Unpriced", money.unpricedTotalKWh, policy)) }
+        // The grid's meter (import, export) or the home's (what the grid alone would have cost).
+        silent = silentNodes(of: flow, where: { $0.place == .exchange || $0.place == .output }, at: now)
+        let value = policy.fraction(currency.rounded(money.netCost) / budget)
+        return GaugeDocument(content: ProgressContent(shared: gauge.config.shared, value: value, statRows: rows), rateW: nil)
+    }
+
+    /// `Saved €2.80`: what the panels and the battery saved today; nil without an output.
+    func savedRow(_ money: MoneyReport) -> StatRow? {
+        money.saved.map { StatRow(label: "Saved", value: money.currency.text($0)) }
     }
 
     /// A row of energy in kWh, to the widget's `total_step`.

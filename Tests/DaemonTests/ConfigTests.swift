@@ -233,6 +233,8 @@ import Testing
         ("tariff.import", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}\ntariff: {import: {price: 0.3, zzz: 1}}"),
         ("tariff.import.zones[0]", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}}\ntariff: {import: {zones: [{price: 0.3, zzz: 1}]}}"),
         ("widgets.b.progress (production_goal)", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {inputs: [{rate: a, total: integrate}]}}, b: {template: progress, progress: {of: production_goal, goal_kwh: 5, zzz: 1}}}"),
+        ("widgets.b.progress (cost)", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {exchange: {rate: a}}}, b: {template: progress, progress: {of: cost, budget: 5, zzz: 1}}}\ntariff: {import: {price: 0.3}}"),
+        ("widgets.w.subtitle", "sources: {a: {topic: x}}\nwidgets: {w: {template: flow, subtitle: {show: net_cost, zzz: 1}, flow: {exchange: {rate: a}}}}\ntariff: {import: {price: 0.3}}"),
     ]
 
     /// The keys the loader knows in a section, from its "unknown key" report.

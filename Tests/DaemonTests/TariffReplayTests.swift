@@ -8,48 +8,8 @@ import Testing
 
 /// The day's money through `replay`, each case computed by hand in its comments: every kWh priced
 /// at the price in force while it flowed.
-@Suite struct TariffReplayTests {
+@Suite struct TariffReplayTests: TariffHome {
     static let berlin = SystemTimeZone(identifier: "Europe/Berlin")!
-
-    /// A home with a grid meter (`grid`, + importing) and nothing else: the output is the balance,
-    /// so consumption is the import minus the export.
-    static func config(tariff: String, sources extra: String = "", timezone: String = "UTC", exchange: String = "{name: Grid, rate: grid, total: import}") -> String {
-        """
-        timezone: \(timezone)
-        sources:
-          grid: {topic: home/grid, max_gap: 10m}
-        \(extra)
-        widgets:
-          home:
-            template: flow
-            flow:
-              output: {name: Home, rate: balance, total: integrate}
-              exchange: \(exchange)
-            policy: {min_interval: 0s, settle: 0s}
-        tariff:
-        \(tariff)
-        """
-    }
-
-    /// `grid` at `watts(t)` once a minute from `start` to `end` (both included), as trace lines.
-    static func minutes(from start: Date, to end: Date, every seconds: Double = 60, _ watts: (Date) -> Double) -> [(Date, String, String)] {
-        stride(from: start.timeIntervalSince1970, through: end.timeIntervalSince1970, by: seconds).map { t in
-            let at = Date(timeIntervalSince1970: t)
-            return (at, "home/grid", JSONValue.format(watts(at)))
-        }
-    }
-
-    static func lines(_ messages: [(Date, String, String)]) -> [String] {
-        messages.sorted { $0.0 < $1.0 }.map { TraceMessage(at: $0.0, topic: $0.1, payload: Array($0.2.utf8)).line }
-    }
-
-    static func time(_ text: String) -> Date { RFC3339.parse(text)! }
-
-    static func money(_ config: String, _ messages: [(Date, String, String)]) throws -> (report: MoneyReport, log: [String]) {
-        let run = try replayWithLog(config: config, trace: lines(messages), final: false)
-        let report = try #require(run.engine.money(ofWidget: "home"))
-        return (report, run.log.map(\.diagnostic.message))
-    }
 
     // MARK: - Fixed prices, fees and VAT, negative prices
 
