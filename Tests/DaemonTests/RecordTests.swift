@@ -142,6 +142,34 @@ struct RecordTests {
         #expect(shown?["storage"]?["rate"] == .number(-200), "\(replay.out)")
     }
 
+    /// One recorded day, two tariffs: the import counter rises 0.5 kWh (100.0 → 100.5) while the
+    /// price source says 300 EUR/MWh. Replayed with the source's price: 0.5 × 0.30 = 0.15; with a
+    /// fixed 0.40 and 0.10 of fees: 0.5 × 0.50 = 0.25. The same day, two costs.
+    @Test func aRecordedDayReplayedWithTwoTariffsGivesTwoCosts() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let trace = folder.url.appendingPathComponent("day.ndjson").path
+        func config(_ tariff: String) -> String {
+            Self.config(port: broker.port).replacingOccurrences(of: "sources:\n", with: "sources:\n  price: {topic: market/price, unit: EUR/MWh, stale_after: 1h}\n")
+                + "tariff:\n  import: \(tariff)\n"
+        }
+        let recording = try Recording(folder, config: config("{price: price}"), trace: trace)
+        #expect(await Self.subscribed(broker), "\(broker.log)")
+        try await broker.publish(topic: "market/price", payload: "300", qos: 1)
+        for importKWh in ["100.0", "100.25", "100.5"] { try await Self.round(broker, importKWh: importKWh) }
+        #expect(await recording.waitForLines(16), "\(recording.lines)\n\(recording.errorText)")
+        #expect(await recording.stop() == 0, "\(recording.errorText)")
+
+        var costs: [Double] = []
+        for (name, tariff) in [("source.yaml", "{price: price}"), ("fixed.yaml", "{price: 0.40, fees: 0.10}")] {
+            let replay = try runFlowbridge(["replay", "--config", try folder.write(name, config(tariff)), "--final", trace])
+            #expect(replay.status == 0, "\(replay.err)")
+            let line = try #require(replay.out.split(separator: "\n").last { $0.contains(#""money""#) }, "\(replay.out)")
+            costs.append(try #require(try JSONValue(parsing: Array(line.utf8))["money"]?["import_cost"]?.numberValue))
+        }
+        #expect(abs(costs[0] - 0.15) < 1e-9 && abs(costs[1] - 0.25) < 1e-9, "\(costs)")
+    }
+
     /// `--duration` ends the recording by itself, cleanly, with its summary; the file is made
     /// (empty: nothing was published) and nothing waits for a signal.
     @Test func aDurationEndsTheRecordingByItself() async throws {
