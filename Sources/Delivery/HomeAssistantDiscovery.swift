@@ -57,74 +57,6 @@ public struct HomeAssistantSensor: Sendable, Equatable {
         }
     }
 
-    /// One figure of a flow widget's day's money (`MoneyReport`).
-    public enum MoneyFigure: Sendable, Equatable, CaseIterable {
-        case importCost, exportEarnings, netCost, saved, importPrice, exportPrice
-
-        /// The sensor's key: `import_cost`; no node's sensor ends like these.
-        var key: String {
-            switch self {
-            case .importCost: "import_cost"
-            case .exportEarnings: "export_earnings"
-            case .netCost: "net_cost"
-            case .saved: "saved"
-            case .importPrice: "import_price"
-            case .exportPrice: "export_price"
-            }
-        }
-
-        /// What the sensor is called: `import cost today`.
-        var words: String {
-            switch self {
-            case .importCost: "import cost today"
-            case .exportEarnings: "export earnings today"
-            case .netCost: "net cost today"
-            case .saved: "saved today"
-            case .importPrice: "import price"
-            case .exportPrice: "export price"
-            }
-        }
-
-        func quantity(_ currency: Currency) -> Quantity {
-            switch self {
-            case .importCost, .exportEarnings, .netCost, .saved: .moneyToday(currency)
-            case .importPrice, .exportPrice: .pricePerKWh(currency)
-            }
-        }
-
-        /// Decimals Home Assistant shows: the currency's for an amount, a tenth of a cent for a
-        /// price (as `check` shows it). The value has more (`HomeAssistantDiscovery.moneyStep`).
-        func precision(_ currency: Currency) -> Int {
-            switch self {
-            case .importCost, .exportEarnings, .netCost, .saved: currency.decimals
-            case .importPrice, .exportPrice: 3
-            }
-        }
-
-        /// Whether a widget priced by `tariff` has it: export's only with an export price (without
-        /// one the earnings can only be 0 and the price is none), saved only with an output (the
-        /// consumption it is reckoned from).
-        func applies(_ tariff: TariffConfig, hasOutput: Bool) -> Bool {
-            switch self {
-            case .importCost, .netCost, .importPrice: true
-            case .exportEarnings, .exportPrice: tariff.exportPrice != nil
-            case .saved: hasOutput
-            }
-        }
-
-        /// The figure in `report`; nil when unknown (a price source silent, no output to save on).
-        public func value(in report: MoneyReport) -> Double? {
-            switch self {
-            case .importCost: report.importCost
-            case .exportEarnings: report.exportEarnings
-            case .netCost: report.netCost
-            case .saved: report.saved
-            case .importPrice: report.importPricePerKWh
-            case .exportPrice: report.exportPricePerKWh
-            }
-        }
-    }
-
     /// Where in the widget's document the value is.
     public enum Field: Sendable, Equatable {
         case rate(NodePlace)
@@ -207,12 +139,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
                 if node.level != nil { sensor("level", "level", .batteryLevel, .level(place), precision.level) }
             }
             if let tariff = flow.tariff, flow.isPriced(widget) {
-                for money in HomeAssistantSensor.MoneyFigure.allCases where money.applies(tariff, hasOutput: widget.output != nil) {
-                    let name = widgetLabel.isEmpty ? money.words.prefix(1).uppercased() + money.words.dropFirst() : widgetLabel + money.words
-                    found.append(HomeAssistantSensor(
-                        widget: widget.name, key: money.key, name: name, quantity: money.quantity(tariff.currency), field: .money(money),
-                        precision: money.precision(tariff.currency)))
-                }
+                found += HomeAssistantSensor.money(of: widget, tariff: tariff, label: widgetLabel)
             }
         }
         for widget in flow.progressWidgets {
