@@ -107,8 +107,9 @@ screenshot: build
 
 ## ha-check: a real Home Assistant core (2025.4.4 on Python 3.13, else 2024.3.3; the pinned
 ## tools/ha-check/requirements-<release>.txt) discovers flowbridge's sensors and takes them for its
-## Energy dashboard: a private mosquitto on loopback, the simulator at 720x, `flowbridge run` with
-## Config/demo.yaml plus output.mqtt, checked through Home Assistant's REST and websocket APIs
+## Energy dashboard, the grid's costs from flowbridge's money and price sensors too: a private
+## mosquitto on loopback, the simulator at 720x, `flowbridge run` with Config/demo.yaml plus a tariff
+## and output.mqtt, checked through Home Assistant's REST and websocket APIs
 ## (tools/ha-check/ha_check.py). Not part of `make test`: it installs Home Assistant (minutes, once;
 ## again when the pins change), starts it (a minute or two) and waits for its statistics (up to 5 min).
 ha-check: build

@@ -43,7 +43,7 @@ extension ConfigSummary {
     }
 
     /// `output.mqtt`: the topics of every widget, the status, and the Home Assistant sensors with
-    /// the entity ids they get.
+    /// the entity ids they get (with a tariff, each priced widget's money and prices too).
     var mqttLines: [String] {
         guard let settings = config.output.mqtt else { return [] }
         let retained = settings.retain ? "retained" : "not retained"
@@ -64,7 +64,8 @@ extension ConfigSummary {
             let width = sensors.map { discovery.uniqueID($0).count }.max() ?? 0
             for sensor in sensors {
                 let id = "sensor." + discovery.uniqueID(sensor)
-                let classes = [sensor.quantity.deviceClass, sensor.quantity.stateClass].compactMap { $0 }.joined(separator: ", ")
+                let reset = sensor.quantity.resetsDaily ? ", last_reset at local midnight" : ""
+                let classes = [sensor.quantity.deviceClass, sensor.quantity.stateClass].compactMap { $0 }.joined(separator: ", ") + reset
                 lines.append("      \(id.padding(to: width + 7)) \(sensor.name) (\(sensor.quantity.unit); \(classes))")
             }
         }

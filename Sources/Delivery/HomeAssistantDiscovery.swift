@@ -13,12 +13,22 @@ public struct HomeAssistantSensor: Sendable, Equatable {
         case batteryLevel
         /// A progress bar's value in %.
         case percent
+        /// An amount of the local day so far in the tariff's currency (import cost, saved…).
+        /// Home Assistant takes `monetary` with the state class `total` only (2024.3 and 2025.4
+        /// alike, `DEVICE_CLASS_STATE_CLASSES`), and an amount may fall during a day (a negative
+        /// price), so the new day at local midnight is told by `last_reset`, not by a drop.
+        case moneyToday(Currency)
+        /// A price per kWh in force now, fees and VAT in (`EUR/kWh`): what the Energy dashboard's
+        /// "entity with the current price" takes. No device class: `monetary` is for amounts.
+        case pricePerKWh(Currency)
 
         public var unit: String {
             switch self {
             case .power: "W"
             case .energyToday: "kWh"
             case .batteryLevel, .percent: "%"
+            case .moneyToday(let currency): currency.code
+            case .pricePerKWh(let currency): "\(currency.code)/kWh"
             }
         }
 
@@ -27,11 +37,24 @@ public struct HomeAssistantSensor: Sendable, Equatable {
             case .power: "power"
             case .energyToday: "energy"
             case .batteryLevel: "battery"
-            case .percent: nil
+            case .moneyToday: "monetary"
+            case .percent, .pricePerKWh: nil
             }
         }
 
-        public var stateClass: String { self == .energyToday ? "total_increasing" : "measurement" }
+        public var stateClass: String {
+            switch self {
+            case .energyToday: "total_increasing"
+            case .moneyToday: "total"
+            case .power, .batteryLevel, .percent, .pricePerKWh: "measurement"
+            }
+        }
+
+        /// Whether the sensor's day starts again at local midnight by its `last_reset`.
+        public var resetsDaily: Bool {
+            if case .moneyToday = self { return true }
+            return false
+        }
     }
 
     /// Where in the widget's document the value is.
@@ -44,6 +67,8 @@ public struct HomeAssistantSensor: Sendable, Equatable {
         case level(NodePlace)
         /// A progress document's `value` (a fraction), as %.
         case progressValue
+        /// A figure of the widget's day's money, from the engine as the accounts are.
+        case money(MoneyFigure)
     }
 
     public var widget: String
@@ -57,9 +82,10 @@ public struct HomeAssistantSensor: Sendable, Equatable {
     public var precision: Int
 }
 
-/// The Home Assistant side of a config: a sensor per node's power, per node's energy today (when
-/// it has a total), per battery level and per progress bar, all of one device, with the discovery
-/// config that announces each and the values it reads.
+/// The Home Assistant side of a config: a sensor per node's power, per node's account of the day,
+/// per battery level and per progress bar, and with a tariff the day's money and the prices of
+/// each priced flow widget, all of one device, with the discovery config that announces each and
+/// the values it reads.
 ///
 /// A sensor is known by its widget and its node's name (`flowbridge_power_solar_power`), not by
 /// the node's position: inputs may be reordered without one taking over another's history, and a
@@ -111,6 +137,9 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
                     sensor(suffix, Self.words(account), .energyToday, .account(place, account), Self.accountDecimals)
                 }
                 if node.level != nil { sensor("level", "level", .batteryLevel, .level(place), precision.level) }
+            }
+            if let tariff = flow.tariff, flow.isPriced(widget) {
+                found += HomeAssistantSensor.money(of: widget, tariff: tariff, label: widgetLabel)
             }
         }
         for widget in flow.progressWidgets {
@@ -190,21 +219,33 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             "origin": ["name": "flowbridge", "sw_version": .string(software)],
         ]
         if let deviceClass = sensor.quantity.deviceClass { members["device_class"] = .string(deviceClass) }
+        if sensor.quantity.resetsDaily {
+            // Null (no money counted yet) renders as nothing, which Home Assistant skips quietly;
+            // "None" would be an invalid time it warns about.
+            members["last_reset_value_template"] = .string("{{ value_json['\(Self.lastResetKey)'] or '' }}")
+        }
         return .object(members)
     }
 
-    /// The value of every sensor of `widget` in `document` and its `accounts`, by key; nil when the
-    /// widget has none.
-    public func values(widget: String, document: WidgetContent, accounts: FlowEngine.NodeAccounts? = nil) -> JSONValue? {
+    /// The value of every sensor of `widget` in `document` and its `accounts` (and money), by
+    /// key, with the day's start as `last_reset` when it has sensors of a day's money; nil when
+    /// the widget has none.
+    public func values(widget: String, document: WidgetContent, accounts: WidgetAccounts? = nil) -> JSONValue? {
         let mine = sensors.filter { $0.widget == widget }
         guard !mine.isEmpty else { return nil }
         var members: [String: JSONValue] = [:]
         for sensor in mine {
-            if case .account(let place, let account) = sensor.field {
-                members[sensor.key] = accounts?[place]?[account].map { .number(PatchPolicy.quantize($0, step: 0.001)) } ?? .null
-                continue
+            switch sensor.field {
+            case .account(let place, let account):
+                members[sensor.key] = accounts?.accountsKWh[place]?[account].map { .number(PatchPolicy.quantize($0, step: 0.001)) } ?? .null
+            case .money(let money):
+                members[sensor.key] = accounts?.money.flatMap(money.value).map { .number(PatchPolicy.quantize($0, step: Self.moneyStep)) } ?? .null
+            default:
+                members[sensor.key] = value(sensor.field, in: document, widget: widget).map(JSONValue.number) ?? .null
             }
-            members[sensor.key] = value(sensor.field, in: document, widget: widget).map(JSONValue.number) ?? .null
+        }
+        if mine.contains(where: \.quantity.resetsDaily) {
+            members[Self.lastResetKey] = accounts?.money?.dayStart.map { .string(RFC3339.format($0)) } ?? .null
         }
         return .object(members)
     }
@@ -257,6 +298,15 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
 
     /// Decimals of an account's sensor: Wh.
     static let accountDecimals = 3
+
+    /// The resolution of the money's values: a hundredth of a cent, finer than any amount is
+    /// shown (the currency's decimals), so that an hour's cost in the Energy dashboard, a few
+    /// cents, is not rounded away.
+    static let moneyStep = 0.0001
+
+    /// The key of the day's start in a widget's sensors topic, which the sensors of a day's
+    /// money read as their `last_reset`; no sensor's key ends like it.
+    static let lastResetKey = "last_reset"
 
     /// The key suffix of an account's sensor that no `total:` shows.
     static func suffix(_ account: EnergyAccount) -> String {

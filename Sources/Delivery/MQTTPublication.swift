@@ -38,8 +38,8 @@ public struct MQTTPublication: Sendable {
     private var widgets: [String]
     /// Each widget's newest document.
     private var documents: [String: WidgetContent] = [:]
-    /// Each flow widget's newest accounts, which its energy sensors carry.
-    private var accounts: [String: FlowEngine.NodeAccounts] = [:]
+    /// Each flow widget's newest accounts and money, which its energy and money sensors carry.
+    private var accounts: [String: WidgetAccounts] = [:]
     /// What each widget's sensors topic last carried: a push that changes none of it publishes none.
     private var sensorValues: [String: JSONValue] = [:]
     /// The retained topics published and not removed since, this run or an earlier one.
@@ -77,11 +77,11 @@ public struct MQTTPublication: Sendable {
         return messages
     }
 
-    /// A flow widget's accounts: its sensors' values when they changed (at Wh resolution). They
-    /// come with each push and at most a minute apart while one moves, so a widget pushed every
-    /// 5 minutes still feeds Home Assistant's statistics.
+    /// A flow widget's accounts and money: its sensors' values when they changed (at Wh and a
+    /// hundredth of a cent). They come with each push and at most a minute apart while one moves,
+    /// so a widget pushed every 5 minutes still feeds Home Assistant's statistics.
     public mutating func accounts(_ item: WidgetAccounts) -> [Message] {
-        accounts[item.widget] = item.accountsKWh
+        accounts[item.widget] = item
         return sensors(of: item.widget, always: false)
     }
 

@@ -58,7 +58,8 @@ public final class MQTTSink: Sink {
 
     public func take(_ push: WidgetPush) { outbox.offer(push) }
 
-    /// A flow widget's accounts: published in the widget's sensors topic, on the sink's queue.
+    /// A flow widget's accounts and money: published in the widget's sensors topic, on the sink's
+    /// queue.
     public func take(accounts: WidgetAccounts) {
         guard settings.homeAssistant != nil else { return }
         core.later { $0.accounts(accounts) }

@@ -35,13 +35,13 @@ public struct DayMoney: Sendable, Equatable {
 
     /// The day's money with the standing charge accrued so far: what the sensors, the bars and
     /// the log show.
-    public func report(standingCharge: Double, currency: Currency, hasConsumption: Bool, importPrice: Double?, exportPrice: Double?)
-        -> MoneyReport
-    {
+    public func report(
+        standingCharge: Double, currency: Currency, hasConsumption: Bool, importPrice: Double?, exportPrice: Double?, dayStart: Date? = nil
+    ) -> MoneyReport {
         MoneyReport(
             currency: currency, importCost: importCost, exportEarnings: exportEarnings, standingCharge: standingCharge,
             gridOnlyCost: hasConsumption ? gridOnlyCost + standingCharge : nil, unpricedKWh: unpricedKWh,
-            importPricePerKWh: importPrice, exportPricePerKWh: exportPrice)
+            importPricePerKWh: importPrice, exportPricePerKWh: exportPrice, dayStart: dayStart)
     }
 }
 
@@ -60,10 +60,15 @@ public struct MoneyReport: Sendable, Equatable {
     /// for export, without an export price.
     public var importPricePerKWh: Double?
     public var exportPricePerKWh: Double?
+    /// The first instant of the local day the amounts count from (nil when not known): a sensor
+    /// of a day's amount tells Home Assistant by it that a new day began, since an amount may
+    /// fall during a day too (a negative price) and a drop says nothing.
+    public var dayStart: Date?
 
     public init(
         currency: Currency, importCost: Double, exportEarnings: Double, standingCharge: Double, gridOnlyCost: Double?,
-        unpricedKWh: [EnergyAccount: Double] = [:], importPricePerKWh: Double? = nil, exportPricePerKWh: Double? = nil
+        unpricedKWh: [EnergyAccount: Double] = [:], importPricePerKWh: Double? = nil, exportPricePerKWh: Double? = nil,
+        dayStart: Date? = nil
     ) {
         self.currency = currency
         self.importCost = importCost
@@ -73,6 +78,7 @@ public struct MoneyReport: Sendable, Equatable {
         self.unpricedKWh = unpricedKWh
         self.importPricePerKWh = importPricePerKWh
         self.exportPricePerKWh = exportPricePerKWh
+        self.dayStart = dayStart
     }
 
     /// Import cost − export earnings + standing charge: the day's bill.

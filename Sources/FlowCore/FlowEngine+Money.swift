@@ -104,7 +104,8 @@ extension FlowEngine {
         guard let money = widgets[position].money, let tariff = config.tariff else { return nil }
         return money.report(
             standingCharge: standingCharge(at: now), currency: tariff.currency, hasConsumption: widgets[position].config.output != nil,
-            importPrice: importPrices?.price(at: now, zone: zone), exportPrice: exportPrices?.price(at: now, zone: zone))
+            importPrice: importPrices?.price(at: now, zone: zone), exportPrice: exportPrices?.price(at: now, zone: zone),
+            dayStart: day?.start)
     }
 
     /// The money of flow widget `name` as of the latest event; nil when it is not priced.

@@ -312,9 +312,7 @@ public struct FlowEngine: Sendable {
         }
         (importPrices, importPriceSource) = timeline(tariff?.importPrice)
         (exportPrices, exportPriceSource) = timeline(tariff?.exportPrice)
-        if tariff != nil {
-            for position in self.widgets.indices where self.widgets[position].config.exchange != nil { self.widgets[position].money = DayMoney() }
-        }
+        for position in self.widgets.indices where config.isPriced(self.widgets[position].config) { self.widgets[position].money = DayMoney() }
     }
 
     mutating func note(_ level: Diagnostic.Level, key: String, at now: Date, into out: inout [Output], _ message: () -> String) {

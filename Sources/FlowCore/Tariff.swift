@@ -37,6 +37,12 @@ public struct TariffConfig: Sendable, Equatable {
     }
 }
 
+extension FlowConfig {
+    /// Whether the day's money of `widget` is counted: with a tariff, for a flow widget with an
+    /// exchange node (the grid that bills and pays). The engine and the sensors ask the same.
+    public func isPriced(_ widget: FlowWidgetConfig) -> Bool { tariff != nil && widget.exchange != nil }
+}
+
 /// One direction's price: a base price per kWh, then fees per kWh and VAT as a bill applies
 /// them: (base + fees) × (1 + VAT).
 public struct PriceConfig: Sendable, Equatable {

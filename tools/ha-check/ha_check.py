@@ -3,17 +3,21 @@
 
 Runs, all on loopback and in a temporary folder: a private mosquitto, `flowbridge simulate`
 (the demo home at 720x), `flowbridge run` with Config/demo.yaml as the Energy dashboard needs it
-(ENERGY_VARIANT) plus `output.mqtt` with Home Assistant discovery, and Home Assistant core (the
-release installed in the virtual environment this script runs from) with a private config folder.
+(ENERGY_VARIANT) and a tariff (TARIFF) plus `output.mqtt` with Home Assistant discovery, and Home
+Assistant core (the release installed in the virtual environment this script runs from) with a
+private config folder.
 Home Assistant is set up as a user would: onboarding over its REST API, a long-lived access token
 from its websocket, the MQTT integration through its config flow, pointed at the same broker.
 
 Then it checks through Home Assistant's REST API that every sensor flowbridge announced is an
 entity with the state flowbridge published, the unit, device class and state class of its
-discovery config, and the device's name; saves Energy dashboard preferences with flowbridge's
-sensors for grid consumption, return to grid, solar production and battery in and out
-(ENERGY_FIELDS), waits for the recorder's statistics of them, and requires Home Assistant's own
-`energy/validate` to report no issue; checks that the entities turn unavailable when flowbridge
+discovery config, and the device's name, and each amount of the day's money the `last_reset`
+flowbridge published; saves Energy dashboard preferences with flowbridge's sensors for grid
+consumption, return to grid, solar production and battery in and out (ENERGY_FIELDS), the grid's
+costs from flowbridge's amounts, then from its prices (MONEY_VARIANTS), waits for the recorder's
+statistics of them, and requires Home Assistant's own `energy/validate` to report no issue for
+either, and Home Assistant's own cost from flowbridge's import price to rise; checks that the
+entities turn unavailable when flowbridge
 stops (its last will); and that Home Assistant's log has no warning or error of the loggers in
 LOGGERS_WATCHED, of the setup of those integrations, or about flowbridge's entities. Exit status 0
 when all holds.
@@ -81,6 +85,24 @@ ENERGY_FIELDS = (
     ("battery charged (energy going in)", "storage", "charged", "charged"),
     ("battery discharged (energy coming out)", "storage", "discharged", "discharged"),
 )
+# Config/demo.yaml has no tariff: the check gives it one, with fixed prices (the price sensors are
+# known from the start), fees and VAT, an export price and a standing charge.
+TARIFF = {"currency": "EUR", "import": {"price": 0.30, "fees": 0.12, "vat": "19%"}, "export": {"price": 0.08},
+          "standing_charge": 0.40}
+# The two ways the Energy dashboard's grid takes flowbridge's money (energy/save_prefs), each
+# validated: flowbridge's amounts of the day as the costs, or its prices now, from which Home
+# Assistant makes cost sensors of its own. (variant, flow_from fields, flow_to fields), each field
+# with the key of flowbridge's sensor in the grid's widget. Both flows name the price entity
+# `entity_energy_price` (homeassistant/components/energy/data.py, 2024.3 and 2025.4 alike).
+MONEY_VARIANTS = (
+    ("flowbridge's amounts", {"stat_cost": "import_cost"}, {"stat_compensation": "export_earnings"}),
+    ("flowbridge's prices", {"entity_energy_price": "import_price"}, {"entity_energy_price": "export_price"}),
+)
+# How long Home Assistant's own cost sensor of the grid's import may take to rise once it prices
+# the kWh with flowbridge's import price: the import counter rises for most of a simulated day,
+# which at 720x is 2 minutes.
+PRICED_COST_SECONDS = 180
+
 # The account a node's `total:` shows, by what it names; a device's counter (`{counter:}`,
 # `{daily:}`) counts the direction + on the widget (grid importing, battery filling).
 TOTAL_ACCOUNTS = {"import": "import", "export": "export", "charge": "charged", "discharge": "discharged"}
@@ -254,18 +276,19 @@ def choose_energy_sensors(config, discovered):
     return chosen, rows, problems
 
 
-def energy_prefs(chosen):
-    """The Energy dashboard's preferences (energy/save_prefs) of the chosen sensors."""
+def energy_prefs(chosen, money_from=None, money_to=None):
+    """The Energy dashboard's preferences (energy/save_prefs) of the chosen sensors; the grid's
+    first import and export flow with `money_from` and `money_to` ({field: entity}) laid over."""
     sources = []
     if chosen["import"] or chosen["export"]:
-        sources.append({
-            "type": "grid",
-            "flow_from": [{"stat_energy_from": e, "stat_cost": None, "entity_energy_price": None, "number_energy_price": None}
-                          for e in chosen["import"]],
-            "flow_to": [{"stat_energy_to": e, "stat_compensation": None, "entity_energy_price": None, "number_energy_price": None}
-                        for e in chosen["export"]],
-            "cost_adjustment_day": 0,
-        })
+        flow_from = [{"stat_energy_from": e, "stat_cost": None, "entity_energy_price": None, "number_energy_price": None}
+                     for e in chosen["import"]]
+        flow_to = [{"stat_energy_to": e, "stat_compensation": None, "entity_energy_price": None, "number_energy_price": None}
+                   for e in chosen["export"]]
+        for flows, money in ((flow_from, money_from), (flow_to, money_to)):
+            if flows and money:
+                flows[0].update(money)
+        sources.append({"type": "grid", "flow_from": flow_from, "flow_to": flow_to, "cost_adjustment_day": 0})
     sources += [{"type": "solar", "stat_energy_from": e} for e in chosen["production"]]
     sources += [{"type": "battery", "stat_energy_from": out, "stat_energy_to": into}
                 for out, into in zip(chosen["discharged"], chosen["charged"])]
@@ -415,6 +438,20 @@ def next_compile(now):
     return mark if mark > now else mark + datetime.timedelta(minutes=5)
 
 
+def same_instant(ha_text, flowbridge_text):
+    """Home Assistant's `last_reset` attribute against the one flowbridge published."""
+    try:
+        return datetime.datetime.fromisoformat(ha_text) == datetime.datetime.fromisoformat(flowbridge_text.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return False
+
+
+def validation_issues(validation):
+    """energy/validate's issues as (type, affected entities)."""
+    return [(issue["type"], issue["affected_entities"])
+            for group in validation["energy_sources"] + validation["device_consumption"] for issue in group]
+
+
 def log_complaints(home, entities):
     """Home Assistant's warnings and errors of LOGGERS_WATCHED, of SETUP_WATCHED, or naming one of
     `entities`, from its log (and the previous one, which a restart moves to home-assistant.log.1)."""
@@ -453,9 +490,10 @@ def main():
         if not wait_for_port(broker_port, 10, broker):
             raise SystemExit(f"mosquitto did not start:\n{processes.log('mosquitto')}")
 
-        # Config/demo.yaml with ENERGY_VARIANT, on this broker, with its own state, and output.mqtt with discovery.
+        # Config/demo.yaml with ENERGY_VARIANT and TARIFF, on this broker, with its own state, and output.mqtt with discovery.
         with open(os.path.join(ROOT, "Config", "demo.yaml"), encoding="utf-8") as file:
             config = energy_config(yaml.safe_load(file))
+        config["tariff"] = TARIFF
         config.setdefault("mqtt", {})["port"] = broker_port
         config["mqtt"]["host"] = "127.0.0.1"
         config["state_file"] = os.path.join(folder, "state.json")
@@ -566,6 +604,23 @@ def main():
         say("the entities Home Assistant made of flowbridge's discovery:")
         table(rows, ["entity", "state", "unit", "device_class", "state_class", "name"])
 
+        # The day's amounts restart at local midnight by their last_reset, which Home Assistant
+        # must have as flowbridge published it (an amount may fall within a day: no drop tells).
+        rows = []
+        for entity, sensor in sorted(expected.items()):
+            if "last_reset_value_template" not in sensor or entity not in states:
+                continue
+            published = values.get(sensor["state_topic"], {}).get("last_reset")
+            held = states[entity]["attributes"].get("last_reset")
+            if not same_instant(held, published):
+                problems.append(f"{entity}: last_reset is {held!r}, flowbridge published {published!r}")
+            rows.append([entity, states[entity]["state"], held or "-", published or "-"])
+        if not rows:
+            problems.append("flowbridge announced no sensor of the day's money (with last_reset_value_template)")
+        else:
+            say("the day's money: Home Assistant's last_reset against flowbridge's:")
+            table(rows, ["entity", "state", "last_reset (Home Assistant)", "last_reset (flowbridge)"])
+
         # The Energy dashboard of flowbridge's sensors, as Home Assistant's frontend saves it.
         discovered = {(sensor["state_topic"].split("/")[-2], sensor["value_template"].split("'")[1]): entity
                       for entity, sensor in expected.items()}
@@ -573,32 +628,77 @@ def main():
         problems += missing_fields
         say("the Energy dashboard's fields and flowbridge's sensors:")
         table(energy_rows, ["field", "account", "widget", "entity"])
-        prefs = energy_prefs(chosen)
+        # The grid's money: flowbridge's sensors in the widget whose sensor is the grid's import.
+        grid_widget = next((row[2] for row in energy_rows if row[1] == "import"), None)
+        variants = []
+        for variant, money_from, money_to in MONEY_VARIANTS:
+            fields = [{field: discovered.get((grid_widget, key)) for field, key in money.items()} for money in (money_from, money_to)]
+            absent = [key for money in (money_from, money_to) for key in money.values() if (grid_widget, key) not in discovered]
+            if absent:
+                problems.append(f"{variant}: flowbridge announced no {', '.join(absent)} sensor in widget {grid_widget}")
+            variants.append((variant, *fields))
+        say("the Energy dashboard's grid costs and flowbridge's sensors:")
+        table([[variant, flow, field, entity] for variant, money_from, money_to in variants
+               for flow, money in (("flow_from", money_from), ("flow_to", money_to)) for field, entity in money.items()],
+              ["variant", "flow", "field", "entity"])
+
+        # First flowbridge's amounts as the costs: their statistics, like the energy's, must exist.
+        variant, money_from, money_to = variants[0]
+        prefs = energy_prefs(chosen, money_from, money_to)
         saved_at = datetime.datetime.now(datetime.timezone.utc)
         ha.command("energy/save_prefs", **prefs)
-        say(f"energy/save_prefs: {json.dumps(prefs)}")
+        say(f"energy/save_prefs ({variant}): {json.dumps(prefs)}")
         early = ha.command("energy/validate")
         say("energy/validate before the statistics compile (timing, not a fault): "
-            f"{sorted({issue['type'] for group in early['energy_sources'] for issue in group}) or 'no issue'}")
+            f"{sorted({kind for kind, _ in validation_issues(early)}) or 'no issue'}")
         energy_entities = sorted({entity for entities in chosen.values() for entity in entities})
+        statistic_entities = energy_entities + sorted(e for e in (*money_from.values(), *money_to.values()) if e)
         say(f"waiting for the statistics compile (next at {next_compile(saved_at):%H:%M:%S} UTC; deadline {STATISTICS_SECONDS} s)")
         since = saved_at.replace(second=0, microsecond=0) - datetime.timedelta(minutes=10)
-        statistics = wait_for_statistics(ha, energy_entities, since)
-        without = [entity for entity in energy_entities if not statistics.get(entity)]
+        statistics = wait_for_statistics(ha, statistic_entities, since)
+        without = [entity for entity in statistic_entities if not statistics.get(entity)]
         if without:
             problems.append(f"no statistics after {STATISTICS_SECONDS} s for {', '.join(without)}")
         say(f"statistics after {(datetime.datetime.now(datetime.timezone.utc) - saved_at).total_seconds():.0f} s:")
         rows = []
-        for entity in energy_entities:
+        for entity in statistic_entities:
             last = (statistics.get(entity) or [{}])[-1]
             rows.append([entity, len(statistics.get(entity, []))] + [
                 "-" if last.get(kind) is None else f"{last[kind]:.6g}" for kind in ("state", "sum")])
         table(rows, ["entity", "5-minute rows", "last state", "last sum"])
         validation = ha.command("energy/validate")
-        say(f"energy/validate: {json.dumps(validation)}")
-        issues = [issue for group in validation["energy_sources"] + validation["device_consumption"] for issue in group]
-        for issue in issues:
-            problems.append(f"energy/validate: {issue['type']} for {issue['affected_entities']}")
+        say(f"energy/validate ({variant}): {json.dumps(validation)}")
+        for kind, affected in validation_issues(validation):
+            problems.append(f"energy/validate ({variant}): {kind} for {affected}")
+
+        # Then flowbridge's prices: Home Assistant makes a cost sensor of its own for each flow
+        # (`<energy entity>_cost`, `_compensation`), which prices the kWh with them.
+        variant, money_from, money_to = variants[1]
+        prefs = energy_prefs(chosen, money_from, money_to)
+        ha.command("energy/save_prefs", **prefs)
+        say(f"energy/save_prefs ({variant}): {json.dumps(prefs)}")
+        own = [f"{chosen['import'][0]}_cost"] if chosen["import"] else []
+        own += [f"{chosen['export'][0]}_compensation"] if chosen["export"] else []
+        deadline = time.monotonic() + PRICED_COST_SECONDS
+        while True:
+            held = {s["entity_id"]: s for s in ha.rest("GET", "/api/states") if s["entity_id"] in own}
+            try:
+                rising = bool(own) and float(held.get(own[0], {}).get("state")) > 0
+            except (TypeError, ValueError):
+                rising = False
+            if rising or time.monotonic() > deadline:
+                break
+            time.sleep(2)
+        if not rising:
+            problems.append(f"{variant}: Home Assistant's cost of the grid's import ({own[0] if own else 'none'}) did not rise in "
+                            f"{PRICED_COST_SECONDS} s: {held.get(own[0], {}).get('state') if own else 'no import sensor'!r}")
+        say("Home Assistant's own costs from flowbridge's prices:")
+        table([[entity, held.get(entity, {}).get("state", "absent"), held.get(entity, {}).get("attributes", {}).get("unit_of_measurement") or "-"]
+               for entity in own], ["entity", "state", "unit"])
+        validation = ha.command("energy/validate")
+        say(f"energy/validate ({variant}): {json.dumps(validation)}")
+        for kind, affected in validation_issues(validation):
+            problems.append(f"energy/validate ({variant}): {kind} for {affected}")
 
         # flowbridge stops: its last will (offline) makes every entity unavailable.
         Processes.stop(daemon)
@@ -634,7 +734,7 @@ def main():
             print(f"ha-check: FAILED: {problem}", file=sys.stderr)
         return 1
     say(f"OK: Home Assistant {ha_version} discovered all {len(expected)} sensors with flowbridge's states, units and classes; "
-        f"its Energy dashboard takes them with no issue")
+        f"its Energy dashboard takes them, and the grid's costs from flowbridge's amounts and from its prices, with no issue")
     return 0
 
 
