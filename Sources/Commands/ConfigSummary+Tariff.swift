@@ -18,7 +18,7 @@ extension ConfigSummary {
             let found = outlook.first { $0.account == account }
             lines.append("  \(account): \(describe(price, currency: currency))")
             if case .zones(let table) = price.base {
-                for zone in table.zones { lines.append("      \(describe(zone)): \(currency.priceText(zone.price))") }
+                for zone in table.zones { lines.append("      \(describe(zone)): \(currency.priceText(zone.basePerKWh))") }
             }
             lines.append("      now: \(describeNow(account, found?.pricePerKWh, next: found?.nextChange, currency: currency, engine: engine))")
         }
@@ -61,11 +61,7 @@ extension ConfigSummary {
             }
         }
         let days = zone.days.count == 7 ? "daily" : runs.joined(separator: ",")
-        func clock(_ minute: Int) -> String {
-            func pad(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-            return "\(pad(minute / 60)):\(pad(minute % 60))"
-        }
-        return "\(days) \(clock(zone.fromMinute))–\(clock(zone.toMinute))"
+        return "\(days) \(TimeOfUseTable.clockText(minute: zone.fromMinute))–\(TimeOfUseTable.clockText(minute: zone.toMinute))"
     }
 
     /// `€0.417/kWh until 22:00, then €0.298/kWh`, or what a price source needs first.

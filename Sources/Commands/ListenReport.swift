@@ -217,8 +217,9 @@ struct ListenReport {
             prices.append("export \(money.exportPricePerKWh.map(currency.priceText) ?? "unknown (no price yet)")")
         }
         lines.append("  price now: \(prices.joined(separator: ", "))")
-        if money.unpricedTotalKWh > 0 {
-            let parts = money.unpricedKWh.keys.sorted().map { "\($0) \(JSONValue.format(PatchPolicy.quantize(money.unpricedKWh[$0]!, step: 0.001))) kWh" }
+        let unpriced = money.shownUnpricedKWh
+        if !unpriced.isEmpty {
+            let parts = unpriced.keys.sorted().map { "\($0) \(JSONValue.format(PatchPolicy.quantize(unpriced[$0]!, step: 0.001))) kWh" }
             lines.append("  unpriced while listening: \(parts.joined(separator: ", ")): energy that flowed without a price, counted apart")
         }
         return lines

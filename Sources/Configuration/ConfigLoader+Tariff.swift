@@ -55,7 +55,9 @@ extension ConfigLoader {
         var vat = 0.0
         if let field = map.field("vat"), let text = field.text() {
             let digits = text.value.hasSuffix("%") ? String(text.value.dropLast().trimmingSpaces) : text.value
-            if let percent = Double(digits), (0...100).contains(percent) { vat = percent } else {
+            if let percent = Double(digits), percent > 0, percent < 1, !text.value.hasSuffix("%") {
+                text.report("\(text.value) reads as \(text.value) %; a VAT of \(JSONValue.format(percent * 100)) % is written \(JSONValue.format(percent * 100))%")
+            } else if let percent = Double(digits), (0...100).contains(percent) { vat = percent } else {
                 text.report("'\(text.value)' is not a VAT rate (write e.g. 19% or 19, between 0 and 100)")
             }
         }
@@ -77,12 +79,20 @@ extension ConfigLoader {
             return .fixed(value)
         }
         guard let name = node.text() else { return nil }
+        if let value = Double(name.value), value.isFinite {
+            name.report("'\(name.value)' is quoted, so it reads as a source's name: write the price without quotes")
+            return nil
+        }
         guard let source = sources.first(where: { $0.name == name.value }) else {
             name.report("'\(name.value)' is neither a number nor a source (a price source is an entry of `sources:` with a unit such as \(currency)/kWh, \(currency)/MWh or ct/kWh)")
             return nil
         }
         guard source.unit.quantity == .price else {
             name.report("source '\(source.name)' is \(source.unit.quantity.rawValue) (\(source.unit.rawValue)); a price source's unit is \(currency)/kWh, \(currency)/MWh or ct/kWh")
+            return nil
+        }
+        if source.combine == .sum {
+            name.report("source '\(source.name)' adds the prices of its topics (combine: sum); a price source is one price")
             return nil
         }
         if let other = source.priceCurrency, other != currency.code {
@@ -115,7 +125,7 @@ extension ConfigLoader {
             let isRest = days == nil && from == nil && to == nil
             zones.append(TimeOfUseZone(
                 days: days ?? Set(Weekday.allCases), fromMinute: from ?? 0, toMinute: to ?? TimeOfUseTable.minutesPerDay,
-                price: price.value, isRest: isRest))
+                basePerKWh: price.value, isRest: isRest))
         }
         guard zones.count == items.count else { return nil }
         do {

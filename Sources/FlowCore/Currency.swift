@@ -27,16 +27,7 @@ public struct Currency: Sendable, Equatable, CustomStringConvertible {
     public var description: String { code }
 
     /// An amount for people: `€1.23`, `−€0.45`, `CHF 1.20`, `12.30 kr` (the sign a true minus).
-    public func text(_ amount: Double) -> String {
-        let rounded = self.rounded(abs(amount))
-        let digits = Self.fixed(rounded, decimals: decimals)
-        let sign = amount < 0 && rounded > 0 ? "−" : ""
-        // Letters after the number where the custom is (kr, zł, Kč, Ft), a symbol before it.
-        if symbol.unicodeScalars.allSatisfy({ $0.properties.isAlphabetic }), symbol != code {
-            return "\(sign)\(digits) \(symbol)"
-        }
-        return symbol == code ? "\(sign)\(code) \(digits)" : "\(sign)\(symbol)\(digits)"
-    }
+    public func text(_ amount: Double) -> String { written(amount, decimals: decimals) }
 
     /// `amount` to the smallest unit its text shows (a cent, a yen): what a widget that shows
     /// money compares, so that it moves when the shown figure does.
@@ -44,11 +35,19 @@ public struct Currency: Sendable, Equatable, CustomStringConvertible {
         PatchPolicy.quantize(amount, step: decimals == 0 ? 1 : 1 / Double(Self.power(decimals)))
     }
 
-    /// A price per kWh for people, with a tenth of a cent: `€0.312/kWh`.
-    public func priceText(_ pricePerKWh: Double) -> String {
-        let digits = Self.fixed(PatchPolicy.quantize(abs(pricePerKWh), step: 0.001), decimals: 3)
-        let sign = pricePerKWh < 0 ? "−" : ""
-        return "\(sign)\(symbol == code ? code + " " : symbol)\(digits)/kWh"
+    /// A price per kWh for people, with a tenth of a cent: `€0.312/kWh`, `0.500 kr/kWh`.
+    public func priceText(_ pricePerKWh: Double) -> String { written(pricePerKWh, decimals: 3) + "/kWh" }
+
+    /// `value` with `decimals` digits, its sign a true minus unless it rounds to 0, the symbol
+    /// where the custom has it: letters after the number (kr, zł, Kč, Ft), a sign before it.
+    func written(_ value: Double, decimals: Int) -> String {
+        let magnitude = PatchPolicy.quantize(abs(value), step: decimals == 0 ? 1 : 1 / Double(Self.power(decimals)))
+        let digits = Self.fixed(magnitude, decimals: decimals)
+        let sign = value < 0 && magnitude > 0 ? "−" : ""
+        if symbol.unicodeScalars.allSatisfy({ $0.properties.isAlphabetic }), symbol != code {
+            return "\(sign)\(digits) \(symbol)"
+        }
+        return symbol == code ? "\(sign)\(code) \(digits)" : "\(sign)\(symbol)\(digits)"
     }
 
     static func power(_ decimals: Int) -> Int { (0..<decimals).reduce(1) { value, _ in value * 10 } }

@@ -91,6 +91,12 @@ public struct MoneyReport: Sendable, Equatable {
     /// All unpriced energy, in kWh.
     public var unpricedTotalKWh: Double { unpricedKWh.values.reduce(0, +) }
 
+    /// Unpriced energy below a Wh is not said (the texts show Wh).
+    public static let unpricedShownKWh = 0.001
+
+    /// The unpriced energy worth saying, by account.
+    public var shownUnpricedKWh: [EnergyAccount: Double] { unpricedKWh.filter { $0.value >= Self.unpricedShownKWh } }
+
     /// One line for people: `import €1.23, export −€0.45, standing €0.40, net €1.18, saved €2.80`.
     public var text: String {
         var parts = [
@@ -98,8 +104,9 @@ public struct MoneyReport: Sendable, Equatable {
             "standing \(currency.text(standingCharge))", "net \(currency.text(netCost))",
         ]
         if let saved { parts.append("saved \(currency.text(saved))") }
-        if unpricedTotalKWh > 0 {
-            let kWh = unpricedKWh.keys.sorted().map { "\($0) \(AccountBalance.kWh(unpricedKWh[$0]!)) kWh" }
+        let unpriced = shownUnpricedKWh
+        if !unpriced.isEmpty {
+            let kWh = unpriced.keys.sorted().map { "\($0) \(AccountBalance.kWh(unpriced[$0]!)) kWh" }
             parts.append("unpriced \(kWh.joined(separator: ", "))")
         }
         return parts.joined(separator: ", ")

@@ -136,15 +136,18 @@ public struct EnergyTotal: Sendable, Equatable {
     /// recount, when this reading confirmed one, for the log.
     @discardableResult
     public mutating func read(
-        counterKWh value: Double, at now: Date, maxPowerW: Double = SourceConfig.defaultMaxPowerW
+        counterKWh value: Double, at now: Date, maxPowerW: Double = SourceConfig.defaultMaxPowerW, dayStart: Date? = nil
     ) -> (added: EnergySpan?, recount: CounterTrack.Recount?) {
         guard var track = counter else { return (nil, nil) }
         let before = energyKWh
+        // A daily counter's first value holds the energy since the day began (shown once the
+        // counter moves): spread over the day so far, not dropped on the moment it counts.
         let since = track.lastAt.map { min($0, now) } ?? now
+        let spreadFrom = track.isHoldingAssumedValue ? min(dayStart ?? since, since) : since
         let recount = track.read(value, at: now, maxPowerW: maxPowerW)
         counter = track
         energyKWh = max(energyKWh, track.todayKWh)
-        let added = energyKWh > before ? EnergySpan(start: since, end: now, energyKWh: energyKWh - before) : nil
+        let added = energyKWh > before ? EnergySpan(start: spreadFrom, end: now, energyKWh: energyKWh - before) : nil
         return (added, recount)
     }
 
@@ -241,8 +244,17 @@ public struct CounterTrack: Sendable, Equatable {
     public var todayKWh: Double {
         guard let baseline, let last else { return carried }
         // An assumed daily value that has not moved yet may be yesterday's: not shown until it does.
-        if let assumedFrom, last <= assumedFrom + Self.noise(at: assumedFrom) { return carried }
+        if isHoldingAssumedValue { return carried }
         return carried + max(0, last - baseline)
+    }
+
+    /// A daily counter's first value (or none yet) that has not moved since: held back, and so the
+    /// energy of the day so far once it moves.
+    public var isHoldingAssumedValue: Bool {
+        guard restartsFromZero, baseline != nil || last == nil else { return false }
+        guard let last else { return true }
+        guard let assumedFrom else { return false }
+        return last <= assumedFrom + Self.noise(at: assumedFrom)
     }
 
     /// A drop smaller than this is noise of the device's number formatting, not a reset.

@@ -35,6 +35,8 @@ extension FlowEngine {
         widgets[position].money![keyPath: amount] += priced
         guard unpriced > 0 else { return }
         widgets[position].money!.unpricedKWh[account, default: 0] += unpriced
+        // Less than a Wh (a reading a moment before the first price) is not worth the day's line.
+        guard widgets[position].money!.unpricedKWh[account]! >= MoneyReport.unpricedShownKWh else { return }
         reportUnpriced(account == .exported ? .exported : .imported, at: span.end, into: &out)
     }
 
@@ -75,13 +77,14 @@ extension FlowEngine {
         }
     }
 
-    /// The earliest instant a stretch still to be counted can start at: an integrating account's
-    /// last sample, a counter's last reading.
+    /// The earliest instant a stretch still to be priced can start at: a priced account's last
+    /// sample, or its counter's last reading.
     var pendingSince: Date? {
         var earliest: Date?
         for position in widgets.indices where widgets[position].money != nil {
             for node in widgets[position].nodes.indices {
-                for account in widgets[position].nodes[node].accounts.indices {
+                let setup = widgets[position].nodes[node].setup
+                for account in setup.accountKinds.indices where Self.isPriced(setup.accountKinds[account], at: setup.place) {
                     let total = widgets[position].nodes[node].accounts[account]
                     for time in [total.lastSample.map { total.countedUntil ?? $0.at }, total.counter?.lastAt] {
                         if let time, earliest.map({ time < $0 }) ?? true { earliest = time }
@@ -121,12 +124,12 @@ extension FlowEngine {
             guard let prices else { return nil }
             let now = prices.price(at: instant, zone: zone)
             var next = prices.nextChange(after: instant, zone: zone)
-            // A week of zones has at most 200 of them; a price that never changes stops there.
-            for _ in 0..<400 {
-                guard let found = next, prices.price(at: found, zone: zone) == now else { break }
+            // Zones repeat each week: a price that has not changed in eight days never does.
+            let horizon = instant.addingTimeInterval(8 * 86_400)
+            while let found = next, found < horizon, prices.price(at: found, zone: zone) == now {
                 next = prices.nextChange(after: found, zone: zone)
             }
-            if let found = next, prices.price(at: found, zone: zone) == now { next = nil }
+            if let found = next, found >= horizon || prices.price(at: found, zone: zone) == now { next = nil }
             return (account, now, next)
         }
     }

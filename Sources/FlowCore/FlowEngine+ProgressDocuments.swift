@@ -198,7 +198,7 @@ extension FlowEngine {
         if exportPrices != nil { rows.append(StatRow(label: "Export", value: currency.text(-money.exportEarnings))) }
         if let saved = savedRow(money) { rows.append(saved) }
         rows.append(StatRow(label: "Net", value: "\(currency.text(money.netCost)) of \(currency.text(budget))"))
-        if money.unpricedTotalKWh > 0 { rows.append(energyRow("Unpriced", money.unpricedTotalKWh, policy)) }
+        if money.unpricedTotalKWh >= MoneyReport.unpricedShownKWh { rows.append(energyRow("Unpriced", money.unpricedTotalKWh, policy)) }
         // The grid's meter (import, export) or the home's (what the grid alone would have cost).
         silent = silentNodes(of: flow, where: { $0.place == .exchange || $0.place == .output }, at: now)
         let value = policy.fraction(currency.rounded(money.netCost) / budget)

@@ -23,8 +23,9 @@ extension FlowEngine {
         // the day's energy), then the totals move, all with the same readings.
         let accepted = matched.filter { accept(payload, topic: topic, for: $0, at: now, kind: kind, into: &out) }
         // Widgets are read in place, by position: a copy of one retains all of its parts.
+        // A retained price is of unknown age (a dead feed's last word): only a live one prices.
+        if kind == .live { takePrices(from: accepted, at: now) }
         if kind != .late {
-            takePrices(from: accepted, at: now)
             for source in accepted {
                 for position in widgets.indices where widgets[position].reads.contains(source) {
                     account(source, in: position, at: now, integrating: kind == .live, into: &out)
@@ -180,7 +181,8 @@ extension FlowEngine {
         for node in widgets[position].nodes.indices {
             let counters = widgets[position].nodes[node].setup.counters
             for account in counters.indices where counters[account] == source {
-                let (added, recount) = widgets[position].nodes[node].accounts[account].read(counterKWh: reading.value, at: now, maxPowerW: maxPowerW)
+                let (added, recount) = widgets[position].nodes[node].accounts[account].read(
+                    counterKWh: reading.value, at: now, maxPowerW: maxPowerW, dayStart: day?.start)
                 if let recount { report(recount, of: source, at: now, into: &out) }
                 if let added {
                     let setup = widgets[position].nodes[node].setup

@@ -337,11 +337,13 @@ extension PriceTimeline {
                 let price = entry[2].numberValue, times.contains(from), times.contains(heard), heard >= from,
                 abs(price) <= TariffConfig.largestPricePerKWh, restored.points.last.map({ $0.heard.timeIntervalSince1970 <= from }) ?? true
             else {
-                skip("the prices of '\(source)'")
-                return self
+                // The prices before the damage are good: a stretch that needs a later one is unpriced.
+                skip("the prices of '\(source)' after \(restored.points.count) good ones")
+                break
             }
             restored.points.append(PricePoint(from: Date(timeIntervalSince1970: from), heard: Date(timeIntervalSince1970: heard), basePerKWh: price))
         }
+        restored.points = Array(restored.points.suffix(PriceTimeline.maxPoints))
         return restored
     }
 }

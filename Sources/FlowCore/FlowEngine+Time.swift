@@ -72,6 +72,8 @@ extension FlowEngine {
             }
         }
         subscribedAt = subscribedAt?.addingTimeInterval(seconds)
+        importPrices?.shift(by: seconds)
+        exportPrices?.shift(by: seconds)
         let stepText = "the system clock stepped \(seconds > 0 ? "ahead" : "back") by \(durationText(seconds: seconds)) (now \(zone.clockText(at: now, withSeconds: true)) \(zone.identifier))"
         if let day, timeline.isExcursion(now, day: day, jumpSeconds: jumpSeconds) {
             timeline.take(now, .late)

@@ -21,8 +21,8 @@ public struct PriceTimeline: Sendable, Equatable {
     /// A price source's prices, oldest first.
     public internal(set) var points: [PricePoint] = []
 
-    /// A source that sends a new price every 15 minutes keeps a day's worth at most, however long
-    /// a counter stays silent: older energy is priced at what the points still cover.
+    /// A source that sends a new price every 15 minutes keeps two days' worth at most, however
+    /// long a counter stays silent: energy older than the oldest point kept is unpriced.
     static let maxPoints = 200
 
     public init(config: PriceConfig, holdSeconds: Double?) {
@@ -38,7 +38,7 @@ public struct PriceTimeline: Sendable, Equatable {
     func basePrice(at instant: Date, zone: any LocalTimeZone) -> Double? {
         switch config.base {
         case .fixed(let price): return price
-        case .zones(let table): return table.zone(at: instant, in: zone).price
+        case .zones(let table): return table.zone(at: instant, in: zone).basePerKWh
         case .source: return heldPoint(at: instant)?.basePerKWh
         }
     }
@@ -86,6 +86,15 @@ public struct PriceTimeline: Sendable, Equatable {
         }
         points.append(PricePoint(from: now, heard: now, basePerKWh: basePerKWh))
         if points.count > Self.maxPoints { points.removeFirst(points.count - Self.maxPoints) }
+    }
+
+    /// The wall clock stepped by `seconds` without that time passing: the prices moved with it,
+    /// so each holds for the time that really passed.
+    mutating func shift(by seconds: Double) {
+        for index in points.indices {
+            points[index].from.addTimeInterval(seconds)
+            points[index].heard.addTimeInterval(seconds)
+        }
     }
 
     /// Forgets the prices no stretch still to be priced can reach: those replaced before `horizon`.

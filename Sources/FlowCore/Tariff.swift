@@ -20,21 +20,6 @@ public struct TariffConfig: Sendable, Equatable {
         self.exportPrice = exportPrice
         self.standingChargePerDay = standingChargePerDay
     }
-
-    /// The price of an account's energy: import's for import and for consumption (what the grid
-    /// alone would have billed), export's for export.
-    public func price(for account: EnergyAccount) -> PriceConfig? {
-        switch account {
-        case .imported, .consumption: importPrice
-        case .exported: exportPrice
-        case .production, .charged, .discharged: nil
-        }
-    }
-
-    /// The price sources the tariff reads, by name.
-    public var priceSources: [String] {
-        [importPrice, exportPrice].compactMap { $0?.base.sourceName }
-    }
 }
 
 extension FlowConfig {

@@ -28,15 +28,15 @@ public struct TimeOfUseZone: Sendable, Equatable {
     public var fromMinute: Int
     public var toMinute: Int
     /// The base price (currency per kWh), before fees and VAT.
-    public var price: Double
+    public var basePerKWh: Double
     /// True for the zone without days or times: the price at every time no other zone covers.
     public var isRest: Bool
 
-    public init(days: Set<Weekday> = Set(Weekday.allCases), fromMinute: Int = 0, toMinute: Int = 1440, price: Double, isRest: Bool = false) {
+    public init(days: Set<Weekday> = Set(Weekday.allCases), fromMinute: Int = 0, toMinute: Int = 1440, basePerKWh: Double, isRest: Bool = false) {
         self.days = days
         self.fromMinute = fromMinute
         self.toMinute = toMinute
-        self.price = price
+        self.basePerKWh = basePerKWh
         self.isRest = isRest
     }
 
@@ -116,12 +116,14 @@ public struct TimeOfUseTable: Sendable, Equatable {
         var end = first + 1
         for minute in sorted.dropFirst() where minute == end { end += 1 }
         let day = Weekday(rawValue: first / minutesPerDay)!
-        func clock(_ minute: Int) -> String {
-            let ofDay = minute - first / minutesPerDay * minutesPerDay
-            func pad(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-            return "\(pad(ofDay / 60)):\(pad(ofDay % 60))"
-        }
-        return "\(day) \(clock(first))–\(clock(min(end, (first / minutesPerDay + 1) * minutesPerDay)))"
+        let dayStart = first / minutesPerDay * minutesPerDay
+        return "\(day) \(clockText(minute: first - dayStart))–\(clockText(minute: min(end, dayStart + minutesPerDay) - dayStart))"
+    }
+
+    /// A minute of the day as the config writes it: `07:00`, `24:00`.
+    public static func clockText(minute: Int) -> String {
+        func pad(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(pad(minute / 60)):\(pad(minute % 60))"
     }
 
     /// The local minute of the week at `instant`, and the seconds into that minute.

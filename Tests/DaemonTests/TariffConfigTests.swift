@@ -70,6 +70,16 @@ import Testing
         BadCase(
             name: "a day that is none", tariff: "  import:\n    zones:\n      - {days: weekdays, price: 0.35}\n      - {price: 0.25}",
             path: "tariff.import.zones[0].days", line: 13, message: "'weekdays' is not a day or a range of days"),
+        BadCase(
+            name: "a price source that sums its topics", tariff: "  import: {price: feed}",
+            sources: "  feed: {topic: \"prices/+\", unit: ct/kWh, combine: sum}", path: "tariff.import.price", line: 11,
+            message: "source 'feed' adds the prices of its topics (combine: sum); a price source is one price"),
+        BadCase(
+            name: "a quoted price", tariff: "  import: {price: \"0.30\"}", path: "tariff.import.price", line: 11,
+            message: "'0.30' is quoted, so it reads as a source's name: write the price without quotes"),
+        BadCase(
+            name: "a VAT written as a fraction", tariff: "  import: {price: 0.3, vat: 0.19}", path: "tariff.import.vat", line: 11,
+            message: "0.19 reads as 0.19 %; a VAT of 19 % is written 19%"),
         BadCase(name: "no import price", tariff: "  export: {price: 0.08}", path: "tariff.import", line: 11, message: "is required"),
         BadCase(
             name: "both a price and zones", tariff: "  import: {price: 0.3, zones: [{price: 0.2}]}", path: "tariff.import.zones", line: 11,
@@ -107,9 +117,9 @@ import Testing
         // Tuesday 05:59 UTC is in Monday's night zone, 06:00 not; Saturday noon is the weekend's.
         let zone = FixedOffsetZone()
         let tuesday = RFC3339.parse("2026-06-02T05:59:00Z")!
-        #expect(table.zone(at: tuesday, in: zone).price == 0.05)
-        #expect(table.zone(at: tuesday.addingTimeInterval(60), in: zone).price == 0.08)
-        #expect(table.zone(at: RFC3339.parse("2026-06-06T12:00:00Z")!, in: zone).price == 0.10)
+        #expect(table.zone(at: tuesday, in: zone).basePerKWh == 0.05)
+        #expect(table.zone(at: tuesday.addingTimeInterval(60), in: zone).basePerKWh == 0.08)
+        #expect(table.zone(at: RFC3339.parse("2026-06-06T12:00:00Z")!, in: zone).basePerKWh == 0.10)
         #expect(table.nextChange(after: tuesday, in: zone) == tuesday.addingTimeInterval(60))
     }
 }

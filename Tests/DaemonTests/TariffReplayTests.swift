@@ -175,3 +175,61 @@ import Testing
         #expect(report.text.contains("unpriced consumption 1.667 kWh, import 1.667 kWh"), "\(report.text)")
     }
 }
+
+/// What a review of the pricing found, each case held: a retained price is no live one, a
+/// daily counter's first value is spread over the day, a stepped clock moves the prices with it.
+@Suite struct TariffEdgeTests: TariffHome {
+    static let priceSource = "  price: {topic: market/price, unit: EUR/MWh, stale_after: 20m}"
+
+    /// 300 EUR/MWh at 10:00, then nothing live; at 12:00 the broker re-sends its retained copy (a
+    /// reconnect). 1 kW from 10:00 to 13:00: priced 10:00–10:20 (1/3 kWh × 0.30 = 0.10), the rest
+    /// unpriced (2⅔ kWh), the retained copy of unknown age pricing nothing.
+    @Test func aRetainedPriceIsNoLivePrice() throws {
+        var messages = Self.minutes(from: Self.time("2026-06-01T10:00:00Z"), to: Self.time("2026-06-01T13:00:00Z")) { _ in 1000 }
+        messages.append((Self.time("2026-06-01T10:00:00Z"), "market/price", "300"))
+        var lines = Self.lines(messages)
+        let retained = TraceMessage(at: Self.time("2026-06-01T12:00:00Z"), topic: "market/price", payload: Array("300".utf8), retained: true)
+        lines.insert(retained.line, at: try #require(lines.firstIndex { $0.contains("2026-06-01T12:00:00") }))
+        let run = try replayWithLog(config: Self.config(tariff: "  import: {price: price}", sources: Self.priceSource), trace: lines, final: false)
+        let report = try #require(run.engine.money(ofWidget: "home"))
+        #expect(abs(report.importCost - 0.10) < 1e-9, "\(report.text)")
+        #expect(abs((report.unpricedKWh[.imported] ?? 0) - 8.0 / 3) < 1e-9, "\(report.text)")
+    }
+
+    /// A daily counter first heard at 18:00 with 10 kWh (no state: the day so far, held back until
+    /// it moves), then 10.1 at 18:05; 0.10 before 17:00, 0.50 after. The day's 10.1 kWh are
+    /// spread over the 18 h 05 min since midnight: 10.1 × (17 h × 0.10 + 13/12 h × 0.50) / (217/12
+    /// h) = 10.1 × 2.2417 / 18.0833 = 1.2520. Priced at its tick it would be 10.1 × 0.50 = 5.05.
+    @Test func aDailyCountersFirstValueIsSpreadOverTheDaySoFar() throws {
+        let tariff = """
+              import:
+                zones:
+                  - {from: "17:00", to: "24:00", price: 0.50}
+                  - {price: 0.10}
+            """
+        let messages = [
+            (Self.time("2026-06-01T00:00:00Z"), "home/grid", "0"),
+            (Self.time("2026-06-01T18:00:00Z"), "home/meter", "10"), (Self.time("2026-06-01T18:05:00Z"), "home/meter", "10.1"),
+        ]
+        let (report, _) = try Self.money(
+            Self.config(tariff: tariff, sources: "  meter: {topic: home/meter, unit: kWh}", exchange: "{name: Grid, rate: grid, total: {daily: meter}}"),
+            messages)
+        #expect(abs(report.importCost - 10.1 * (17 * 0.10 + 13.0 / 12 * 0.50) / (217.0 / 12)) < 1e-9, "\(report.text)")
+    }
+}
+
+/// A wall clock that steps moves the prices with it: each holds for the time that really passed.
+@Suite struct PriceClockStepTests {
+    @Test func aStepAheadKeepsThePriceForTheTimeThatPassed() throws {
+        let config = try DaemonConfig.parse(
+            TariffEdgeTests.config(tariff: "  import: {price: price}", sources: TariffEdgeTests.priceSource), file: "t.yaml")
+        var engine = FlowEngine(config: config.flow, zone: FixedOffsetZone())
+        let start = RFC3339.parse("2026-06-01T10:00:00Z")!
+        _ = engine.receive(topic: "market/price", payload: Array("300".utf8), at: start)
+        _ = engine.receive(topic: "home/grid", payload: Array("1000".utf8), at: start)
+        // Two minutes later the clock jumps an hour ahead; the price is two minutes old, not 62.
+        _ = engine.clockStepped(by: 3600, at: start.addingTimeInterval(3720))
+        #expect(engine.priceOutlook(at: start.addingTimeInterval(3720)).first?.pricePerKWh == 0.30)
+        #expect(engine.priceOutlook(at: start.addingTimeInterval(3600 + 1200)).first?.pricePerKWh == nil)
+    }
+}

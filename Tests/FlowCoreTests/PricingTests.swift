@@ -80,3 +80,16 @@ import Testing
         #expect(last.importCost == 0)
     }
 }
+
+/// Amounts and prices written as people read them, one rule for both.
+@Suite struct CurrencyTextTests {
+    @Test(arguments: [
+        ("EUR", 1.234, "€1.23", "€1.234/kWh"), ("EUR", -0.45, "−€0.45", "−€0.450/kWh"), ("EUR", -0.0004, "€0.00", "€0.000/kWh"),
+        ("SEK", 0.5, "0.50 kr", "0.500 kr/kWh"), ("CHF", 1.2, "CHF 1.20", "CHF 1.200/kWh"), ("JPY", 31.6, "¥32", "¥31.600/kWh"),
+    ])
+    func amountsAndPrices(code: String, value: Double, amount: String, price: String) throws {
+        let currency = try #require(Currency(code: code))
+        #expect(currency.text(value) == amount)
+        #expect(currency.priceText(value) == price)
+    }
+}
