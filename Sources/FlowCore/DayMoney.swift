@@ -23,15 +23,6 @@ public struct DayMoney: Sendable, Equatable {
         self.unpricedKWh = unpricedKWh
     }
 
-    /// The amount an account's priced energy adds to.
-    static func amount(of account: EnergyAccount) -> WritableKeyPath<DayMoney, Double>? {
-        switch account {
-        case .imported: \.importCost
-        case .exported: \.exportEarnings
-        case .consumption: \.gridOnlyCost
-        case .production, .charged, .discharged: nil
-        }
-    }
 
     /// The day's money with the standing charge accrued so far: what the sensors, the bars and
     /// the log show.

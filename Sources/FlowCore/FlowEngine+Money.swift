@@ -5,26 +5,24 @@ import FoundationEssentials
 /// force while it flowed, the price sources' prices taken as they come, and the standing charge
 /// accrued through the local day.
 extension FlowEngine {
-    /// Whether the money counts `account` of the node at `place`: the grid's import and export,
-    /// the output's consumption.
-    static func isPriced(_ account: EnergyAccount, at place: NodePlace) -> Bool {
-        switch account {
-        case .imported, .exported: place == .exchange
-        case .consumption: place == .output
-        case .production, .charged, .discharged: false
+    /// What the money makes of `account` of the node at `place`: the amount its energy adds to,
+    /// and whether the export price (else the import price) prices it. The grid's import and
+    /// export are billed and paid; the output's consumption at the import price is what the grid
+    /// alone would have billed. Nil for what the money does not count.
+    static func pricing(of account: EnergyAccount, at place: NodePlace) -> (amount: WritableKeyPath<DayMoney, Double>, byExportPrice: Bool)? {
+        switch (account, place) {
+        case (.imported, .exchange): (\.importCost, false)
+        case (.exported, .exchange): (\.exportEarnings, true)
+        case (.consumption, .output): (\.gridOnlyCost, false)
+        default: nil
         }
-    }
-
-    /// The price of `account`'s energy over time: import's for import and consumption.
-    func prices(for account: EnergyAccount) -> PriceTimeline? {
-        account == .exported ? exportPrices : importPrices
     }
 
     /// Adds what `span` of `account` (of the node at `place`, in widget `position`) cost or
     /// earned, stretch by stretch at the price in force; energy without a price is counted apart.
     mutating func price(_ span: EnergySpan, _ account: EnergyAccount, at place: NodePlace, inWidget position: Int, into out: inout [Output]) {
-        guard widgets[position].money != nil, Self.isPriced(account, at: place), let amount = DayMoney.amount(of: account),
-            let prices = prices(for: account)
+        guard widgets[position].money != nil, let (amount, byExportPrice) = Self.pricing(of: account, at: place),
+            let prices = byExportPrice ? exportPrices : importPrices
         else { return }
         var priced = 0.0
         var unpriced = 0.0
@@ -37,12 +35,12 @@ extension FlowEngine {
         widgets[position].money!.unpricedKWh[account, default: 0] += unpriced
         // Less than a Wh (a reading a moment before the first price) is not worth the day's line.
         guard widgets[position].money!.unpricedKWh[account]! >= MoneyReport.unpricedShownKWh else { return }
-        reportUnpriced(account == .exported ? .exported : .imported, at: span.end, into: &out)
+        reportUnpriced(byExportPrice ? .exported : .imported, at: span.end, into: &out)
     }
 
     /// Once a day per direction: energy flowed without a price, and why.
     mutating func reportUnpriced(_ side: EnergyAccount, at now: Date, into out: inout [Output]) {
-        guard !unpricedSaid.contains(side), let prices = prices(for: side) else { return }
+        guard !unpricedSaid.contains(side), let prices = side == .exported ? exportPrices : importPrices else { return }
         unpricedSaid.insert(side)
         var why = "it has no price"
         if let position = side == .exported ? exportPriceSource : importPriceSource {
@@ -84,7 +82,7 @@ extension FlowEngine {
         for position in widgets.indices where widgets[position].money != nil {
             for node in widgets[position].nodes.indices {
                 let setup = widgets[position].nodes[node].setup
-                for account in setup.accountKinds.indices where Self.isPriced(setup.accountKinds[account], at: setup.place) {
+                for account in setup.accountKinds.indices where Self.pricing(of: setup.accountKinds[account], at: setup.place) != nil {
                     let total = widgets[position].nodes[node].accounts[account]
                     for time in [total.lastSample.map { total.countedUntil ?? $0.at }, total.counter?.lastAt] {
                         if let time, earliest.map({ time < $0 }) ?? true { earliest = time }

@@ -130,8 +130,9 @@ struct ListenTests {
         #expect(text.contains("grid           shellypro3em-abc/status/em:0      7         0"), "\(text)")
     }
 
-    /// A tariff whose import price source never sends: the night's import (300 W) and the home's
-    /// use flow without a price, counted apart and said once; the fixed export price is known.
+    /// A tariff whose import price source never sends: 7.2 kW from the grid for two seconds (4 Wh)
+    /// and the home's use flow without a price, counted apart and said once; the fixed export
+    /// price is known.
     @Test func energyWithoutAPriceIsCountedApartAndSaid() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
@@ -140,6 +141,10 @@ struct ListenTests {
         config += "\ntariff:\n  import: {price: price}\n  export: {price: 0.08}\n"
         let (process, output) = try await Self.listen(config, seconds: 12, broker: broker, folder: folder)
         try await Self.night(broker)
+        let grid = ("shellypro3em-abc/status/em:0", #"{"id":0,"total_act_power":7200}"#)
+        try await publishInOrder(broker, [grid])
+        try await Task.sleep(for: .seconds(2))  // the energy is what flows while time passes
+        try await publishInOrder(broker, [grid])
         let text = await Self.finish(process, output)
         #expect(text.contains("  price now: import unknown (no price yet), export €0.080/kWh"), "\(text)")
         #expect(text.contains("  unpriced while listening: consumption "), "\(text)")
