@@ -52,6 +52,8 @@ extension FlowEngine {
                 if let timeline, let json = timeline.json { prices[account.rawValue] = json }
             }
             if !prices.isEmpty { state["prices"] = .object(prices) }
+            // The day's line about unpriced energy is said once a day, restarts included.
+            if !unpricedSaid.isEmpty { state["unpriced_said"] = .array(unpricedSaid.sorted().map { .string($0.rawValue) }) }
         }
         return .object(state)
     }
@@ -170,6 +172,7 @@ extension FlowEngine {
                 }
             }
         }
+        var restoredUnpricedSaid: Set<EnergyAccount> = []
         if restoredDay != nil, let tariff = config.tariff {
             let maxAmount = maxDayKWh * TariffConfig.largestPricePerKWh
             for position in restoredWidgets.indices where restoredWidgets[position].money != nil {
@@ -182,6 +185,7 @@ extension FlowEngine {
                 case .damaged: skip("the money of '\(name)'")
                 }
             }
+            restoredUnpricedSaid = Set((state["unpriced_said"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(EnergyAccount.init(rawValue:)) })
             let savedPrices = state["prices"]
             importPrices = importPrices.map { $0.restored(from: savedPrices?[EnergyAccount.imported.rawValue], times: times, skip: skip) }
             exportPrices = exportPrices.map { $0.restored(from: savedPrices?[EnergyAccount.exported.rawValue], times: times, skip: skip) }
@@ -189,6 +193,7 @@ extension FlowEngine {
         sources = restoredSources
         widgets = restoredWidgets
         day = restoredDay
+        unpricedSaid = restoredUnpricedSaid
         return skipped
     }
 

@@ -153,3 +153,26 @@ struct TariffRestartTests {
         #expect(after.money(ofWidget: "power")?.importCost == 0)
     }
 }
+
+/// Unpriced energy is said once a day, a restart in the day included.
+@Suite struct UnpricedOnceADayTests: TariffHome {
+    @Test func aRestartDoesNotSayItAgain() throws {
+        let config = try DaemonConfig.parse(
+            Self.config(tariff: "  import: {price: price}", sources: "  price: {topic: market/price, unit: EUR/MWh, stale_after: 20m}"), file: "t.yaml")
+        let zone = FixedOffsetZone()
+        let start = Self.time("2026-06-01T10:00:00Z")
+        func said(_ engine: inout FlowEngine, from minute: Int, to last: Int) -> Int {
+            var count = 0
+            for m in minute...last {
+                let outputs = engine.receive(topic: "home/grid", payload: Array("1000".utf8), at: start.addingTimeInterval(Double(m) * 60))
+                count += outputs.filter { if case .diagnostic(let d) = $0 { d.message.contains("flows without a price") } else { false } }.count
+            }
+            return count
+        }
+        var first = FlowEngine(config: config.flow, zone: zone)
+        #expect(said(&first, from: 0, to: 5) == 1)
+        var second = FlowEngine(config: config.flow, zone: zone)
+        _ = try second.restore(try JSONValue(parsing: Array(first.snapshot().description.utf8)))
+        #expect(said(&second, from: 6, to: 10) == 0)
+    }
+}
