@@ -16,10 +16,11 @@ extension ConfigSummary {
                 continue
             }
             let found = outlook.first { $0.account == account }
-            lines.append("  \(account): \(describe(price, currency: currency))")
+            lines.append("  \(account): \(describe(price.base, currency: currency))")
             if case .zones(let table) = price.base {
                 for zone in table.zones { lines.append("      \(describe(zone)): \(currency.priceText(zone.basePerKWh))") }
             }
+            if let billed = billing(price, currency: currency) { lines.append("      billed: \(billed)") }
             lines.append("      now: \(describeNow(account, found?.pricePerKWh, next: found?.nextChange, currency: currency, engine: engine))")
         }
         lines.append("  standing charge: \(currency.text(tariff.standingChargePerDay)) per day, accrued through the local day")
@@ -30,19 +31,22 @@ extension ConfigSummary {
         return lines
     }
 
-    /// `(base + €0.120 fees) × 1.19 VAT`, the base a number, the zones, or the source.
-    func describe(_ price: PriceConfig, currency: Currency) -> String {
-        let base: String
-        switch price.base {
-        case .fixed(let value): base = currency.priceText(value)
-        case .zones: base = "the zone's price (local time, \(zone.identifier))"
+    /// The base price: a number, the zones, or the source.
+    func describe(_ base: PriceBase, currency: Currency) -> String {
+        switch base {
+        case .fixed(let value): return currency.priceText(value)
+        case .zones: return "by the zones below (local time, \(zone.identifier))"
         case .source(let name):
             let source = config.flow.sources.first { $0.name == name }
             let hold = source?.staleAfterSeconds.map { "held for its stale_after (\(durationText(seconds: $0))), then unpriced" } ?? "held until the next (stale_after: never)"
-            base = "the latest price of source '\(name)'\(source.map { " (topic \($0.topic), \($0.unit.configText(currency: $0.priceCurrency)))" } ?? ""), \(hold)"
+            return "the latest price of source '\(name)'\(source.map { " (topic \($0.topic), \($0.unit.configText(currency: $0.priceCurrency)))" } ?? ""), \(hold)"
         }
-        guard price.feesPerKWh != 0 || price.vatPercent != 0 else { return base }
-        var formula = price.feesPerKWh != 0 ? "(\(base) + \(currency.priceText(price.feesPerKWh)) fees)" : base
+    }
+
+    /// `(price + €0.120/kWh fees) × 1.19 (VAT 19 %)`; nil without fees or VAT.
+    func billing(_ price: PriceConfig, currency: Currency) -> String? {
+        guard price.feesPerKWh != 0 || price.vatPercent != 0 else { return nil }
+        var formula = price.feesPerKWh != 0 ? "(price + \(currency.priceText(price.feesPerKWh)) fees)" : "price"
         if price.vatPercent != 0 { formula += " × \(JSONValue.format(1 + price.vatPercent / 100)) (VAT \(JSONValue.format(price.vatPercent)) %)" }
         return formula
     }

@@ -171,6 +171,7 @@ import Testing
         let lines = text.split(separator: "\n").map(String.init)
         #expect(lines.contains(test.line), "\(text)")
         #expect(lines.contains("      mon-fri 07:00–22:00: €0.350/kWh"), "\(text)")
+        #expect(lines.contains("      billed: (price + €0.120/kWh fees) × 1.19 (VAT 19 %)"), "\(text)")
         #expect(lines.contains("  standing charge: €0.40 per day, accrued through the local day"), "\(text)")
         #expect(lines.contains("  export: none (exported energy earns nothing)"), "\(text)")
     }
