@@ -12,9 +12,9 @@ import FoundationEssentials
 ///   restart at sunrise found as a drop, a recount), a reload, and the stop (`Bridge.flush`).
 /// - **Within a minute:** an integrated energy that moved (a total the daemon integrates, or an
 ///   account no counter gives: the derived home's consumption, a battery's charge): the only
-///   energy a power cut can lose. A save is due at the last tick within the minute (59 s after
-///   the last one, with ticks a second apart), so a power cut loses at most what was integrated
-///   in the minute before it; a save a tick later would let a late tick stretch that past it.
+///   energy a power cut can lose. A save is due at the first tick more than 59 s after the last
+///   save (the last tick within the minute, ticks a second apart), so a power cut loses at most
+///   what was integrated in the minute before it.
 /// - **Within ten minutes:** everything else that changed: a counter's latest reading (rebuilt
 ///   exactly from the device's next reading on the restored baseline, so only its display
 ///   waits), the last readings and what the sinks keep.
