@@ -10,8 +10,13 @@ import Platform
 /// state that cannot be read) is an error, never a fresh day.
 public struct StateStore: Sendable {
     public let path: String
+    /// How the saves are written (the spare beside the state, see `StateFileWriter`).
+    let writer: StateFileWriter
 
-    public init(path: String) { self.path = path }
+    public init(path: String) {
+        self.path = path
+        writer = StateFileWriter(path: path)
+    }
 
     /// The marker at the top level of every state flowbridge writes: `"format": "flowbridge-state"`.
     public static let formatKey = "format"
@@ -154,15 +159,18 @@ public struct StateStore: Sendable {
         return rename(path, aside) == 0 ? aside : nil
     }
 
-    /// Writes the state atomically, marker first: `{"format":"flowbridge-state",…}`.
-    public func save(_ state: JSONValue) throws(FileError) {
+    /// Writes the state atomically, marker first: `{"format":"flowbridge-state",…}`, in compact
+    /// JSON, padded with spaces to whole blocks (see `StateFileWriter`). `last`: no save follows in
+    /// this run (the stop, a replay's), so no spare is kept beside the state; the daemon's saves
+    /// while it runs pass false and rewrite the spare in place.
+    public func save(_ state: JSONValue, last: Bool = true) throws(FileError) {
         var members = state.objectValue ?? [:]
         members[Self.formatKey] = nil
         let body = JSONValue.object(members).encoded()  // `{…}`, keys sorted
         var bytes = Self.header
         bytes.append(contentsOf: body.count > 2 ? [UInt8(ascii: ",")] + body.dropFirst() : [UInt8(ascii: "}")])
         bytes.append(0x0A)
-        try FileIO.writeAtomically(bytes, to: path)
+        try writer.write(bytes, keepingSpare: !last)
     }
 
     /// Creates the state's folder when missing; a folder that cannot be written is a warning now

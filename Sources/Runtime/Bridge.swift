@@ -106,7 +106,7 @@ final class Bridge: Sendable {
             state.saves = saves
             return due ? taken : nil
         }
-        if let snapshot { write(snapshot, at: now) }
+        if let snapshot { write(snapshot, at: now, last: false) }
     }
 
     /// Swaps in a new engine (a reloaded config), carrying the day over through a snapshot, in the
@@ -135,7 +135,7 @@ final class Bridge: Sendable {
             state.saves.saved(SavePolicy.Anchors(of: snapshot), at: now)
             return snapshot
         }
-        return write(snapshot, at: now)
+        return write(snapshot, at: now, last: true)
     }
 
     /// Compares the wall clock's progress since the last event with the monotonic clock's: a
@@ -183,13 +183,14 @@ final class Bridge: Sendable {
         return snapshot
     }
 
-    /// Writes a snapshot outside the engine's lock; one write at a time.
+    /// Writes a snapshot outside the engine's lock; one write at a time. `last`: the stop's (see
+    /// `StateStore.save`).
     @discardableResult
-    private func write(_ snapshot: JSONValue, at now: Date) -> Bool {
+    private func write(_ snapshot: JSONValue, at now: Date, last: Bool) -> Bool {
         guard let store else { return true }
         return saving.withLock { throttle in
             do {
-                try store.save(snapshot)
+                try store.save(snapshot, last: last)
                 throttle.clear("state")
                 return true
             } catch {

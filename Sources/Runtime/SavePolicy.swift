@@ -1,30 +1,37 @@
 import FlowCore
 import FoundationEssentials
 
-/// When the state is worth writing. Every save is a file, an fsync of it and one of its folder:
-/// on an SD card that is wear, so the state is written when losing it would cost something, not
-/// whenever a reading came.
+/// When the state is worth writing. Every save is two syncs (the spare's fdatasync and the
+/// folder's fsync, see `StateFileWriter`): on an SD card that is wear, so the state is written
+/// when losing it would cost something, not whenever a reading came.
 ///
-/// What a save protects, and so when it is due:
+/// What a save protects, and so when it is due (for the totals the widgets show and for every
+/// account alike: the accounts are the day's energy too, and its money is priced from them):
 /// - **At once:** what cannot be rebuilt from the next readings: a new day (the totals restart),
 ///   a counter's baseline and what it carries (the first reading of the day, a reset or a
 ///   restart at sunrise found as a drop, a recount), a reload, and the stop (`Bridge.flush`).
-/// - **Within a minute:** an integrated total that moved: the only energy a power cut can lose,
-///   so it loses at most a minute of it.
-/// - **Within ten minutes:** everything else that changed: a counter total's latest reading
-///   (rebuilt exactly from the device's next reading on the restored baseline, so only its
-///   display waits), the last readings and what the sinks keep.
+/// - **Within a minute:** an integrated energy that moved (a total the daemon integrates, or an
+///   account no counter gives: the derived home's consumption, a battery's charge): the only
+///   energy a power cut can lose. A save is due at the first tick more than 59 s after the last
+///   save (the last tick within the minute, ticks a second apart), so a power cut loses at most
+///   what was integrated in the minute before it.
+/// - **Within ten minutes:** everything else that changed: a counter's latest reading (rebuilt
+///   exactly from the device's next reading on the restored baseline, so only its display
+///   waits), the last readings and what the sinks keep.
 ///
-/// A home whose totals all come from counters thus saves every ten minutes (and at sunrise and
-/// midnight); one that integrates saves once a minute while power flows: at most 1,464 saves
-/// and 2,928 fsyncs a day (it was every 5 s: 17,280 saves, 34,560 fsyncs). A threshold on
-/// energy (save when a total moved by 0.01 kWh) would save *more* often the more power flows
-/// (every 12 s at 3 kW) and buy nothing a minute's bound does not already give.
+/// A home whose every total and account comes from a counter thus saves every ten minutes (and
+/// at sunrise and midnight); one that integrates anything (every flow widget whose home is
+/// derived: its consumption) saves once a minute while power flows: 1,464 saves and 2,928 syncs
+/// a day, and those due at once besides, a few (it was every 5 s: 17,280 saves, 34,560 fsyncs).
+/// Saving less often than that would break the minute's bound, and a threshold on energy (save
+/// when a total moved by 0.01 kWh) would save *more* often the more power flows (every 12 s at
+/// 3 kW) and buy nothing a minute's bound does not already give.
 ///
 /// A pure state machine: the Bridge tells it what happened and asks at every tick.
 struct SavePolicy: Sendable {
-    /// What decides how soon a save is due: the day and every counter total's baseline (at
-    /// once), and the integrated energy (within a minute).
+    /// What decides how soon a save is due: the day and every counter's baseline (at once), and
+    /// the integrated energy (within a minute), of the totals the widgets show and of every
+    /// account (each direction of each node, which the day's money is priced from).
     struct Anchors: Equatable, Sendable {
         var day: String?
         /// Per total (`widget/place`): the counter's bookkeeping that its next reading does not
@@ -32,6 +39,11 @@ struct SavePolicy: Sendable {
         var baselines: [String: JSONValue]
         /// Per integrating total: its energy so far (kWh).
         var integratedKWh: [String: Double] = [:]
+        /// The same per account (`widget/place/account`): a home whose totals come from counters
+        /// still integrates the directions it has no counter for (the derived home's consumption,
+        /// the battery's charge and discharge), and those lose energy like an integrated total.
+        var accountBaselines: [String: JSONValue] = [:]
+        var integratedAccountKWh: [String: Double] = [:]
 
         /// The counter fields that cannot be rebuilt: `last` and `counter_t` are the latest reading,
         /// and `kwh` follows from them; the baseline, the carried energy and a pending or assumed
@@ -41,9 +53,15 @@ struct SavePolicy: Sendable {
         /// The anchors of an engine snapshot (`FlowEngine.snapshot()`).
         init(of snapshot: JSONValue) {
             day = snapshot["day"]?.stringValue
+            (baselines, integratedKWh) = Self.energies(snapshot["totals"])
+            (accountBaselines, integratedAccountKWh) = Self.energies(snapshot["accounts"])
+        }
+
+        /// A snapshot's `totals` or `accounts`: the counters' baselines, and the integrated energies.
+        static func energies(_ section: JSONValue?) -> (baselines: [String: JSONValue], integratedKWh: [String: Double]) {
             var baselines: [String: JSONValue] = [:]
             var integratedKWh: [String: Double] = [:]
-            for (name, total) in snapshot["totals"]?.objectValue ?? [:] {
+            for (name, total) in section?.objectValue ?? [:] {
                 guard let members = total.objectValue else { continue }
                 let kept = members.filter { Self.baselineKeys.contains($0.key) }
                 if !kept.isEmpty {
@@ -52,12 +70,18 @@ struct SavePolicy: Sendable {
                     integratedKWh[name] = kWh
                 }
             }
-            self.baselines = baselines
-            self.integratedKWh = integratedKWh
+            return (baselines, integratedKWh)
         }
 
         /// Whether the day or a baseline differs: a save due at once.
-        func moved(from saved: Anchors?) -> Bool { day != saved?.day || baselines != saved?.baselines }
+        func moved(from saved: Anchors?) -> Bool {
+            day != saved?.day || baselines != saved?.baselines || accountBaselines != saved?.accountBaselines
+        }
+
+        /// Whether an integrated energy differs: a save due within a minute.
+        func integrated(from saved: Anchors?) -> Bool {
+            integratedKWh != saved?.integratedKWh || integratedAccountKWh != saved?.integratedAccountKWh
+        }
     }
 
     /// The longest an integrated total's energy waits to be written.
@@ -95,7 +119,7 @@ struct SavePolicy: Sendable {
     mutating func shouldSave(at now: Date, anchors: () -> Anchors) -> Bool {
         guard changed else { return false }
         let current = anchors()
-        let wait = current.integratedKWh != savedAnchors?.integratedKWh ? Self.maxUnsavedSeconds : Self.maxUnsavedRestSeconds
+        let wait = current.integrated(from: savedAnchors) ? Self.maxUnsavedSeconds : Self.maxUnsavedRestSeconds
         let due =
             urgent || current.moved(from: savedAnchors)
             || savedAt.map { now.timeIntervalSince($0) > wait - tickSeconds || now < $0 } ?? true

@@ -12,23 +12,31 @@ import Testing
 @Suite struct SavePolicyTests {
     static let start = Date(timeIntervalSince1970: 1_780_000_000)
 
-    /// An hour of one-second ticks with a change every `changeEvery` seconds (0: none after the
-    /// first), which moves an integrated total when `integrating`; a baseline (a new anchor) at each second listed in `baselineAt`, a reload at each in
-    /// `reloadAt`. The saves it takes, and the longest a change waited for one.
-    static func hour(changeEvery: Int, integrating: Bool, baselineAt: Set<Int> = [], reloadAt: Set<Int> = []) -> (saves: [Int], longestWait: Int) {
+    /// An hour (or `seconds`) of one-second ticks with a change every `changeEvery` seconds (0:
+    /// none after the first), which moves an integrated energy when `integrating`; a baseline (a
+    /// new anchor) at each second listed in `baselineAt`, a reload at each in `reloadAt`. The
+    /// energies and baselines are a total's, or with `inAccounts` an account's (a home whose
+    /// totals come from counters still integrates its consumption). The saves it takes, and the
+    /// longest a change waited for one.
+    static func hour(
+        changeEvery: Int, integrating: Bool, inAccounts: Bool = false, baselineAt: Set<Int> = [], reloadAt: Set<Int> = [],
+        seconds: Int = 3600
+    ) -> (saves: [Int], longestWait: Int) {
         var policy = SavePolicy()
         var anchors = SavePolicy.Anchors(of: ["day": "2026-06-01", "totals": [:]])
+        let integrated: WritableKeyPath<SavePolicy.Anchors, [String: Double]> = inAccounts ? \.integratedAccountKWh : \.integratedKWh
+        let baselines: WritableKeyPath<SavePolicy.Anchors, [String: JSONValue]> = inAccounts ? \.accountBaselines : \.baselines
         var saves: [Int] = []
         var unsavedSince: Int?
         var longestWait = 0
-        for second in 0..<3600 {
+        for second in 0..<seconds {
             if second == 0 || (changeEvery > 0 && second % changeEvery == 0) {
-                if integrating { anchors.integratedKWh["w/inputs[0]"] = Double(second) / 1000 }
+                if integrating { anchors[keyPath: integrated]["w/inputs[0]"] = Double(second) / 1000 }
                 policy.noteChange()
                 unsavedSince = unsavedSince ?? second
             }
             if baselineAt.contains(second) {
-                anchors.baselines["w/exchange", default: ["baseline": 0]] = ["baseline": .number(Double(second))]
+                anchors[keyPath: baselines]["w/exchange", default: ["baseline": 0]] = ["baseline": .number(Double(second))]
                 policy.noteChange()
                 unsavedSince = unsavedSince ?? second
             }
@@ -46,33 +54,54 @@ import Testing
         return (saves, longestWait)
     }
 
-    typealias Hour = (name: String, changeEvery: Int, integrating: Bool, baselineAt: Set<Int>, reloadAt: Set<Int>, saves: Int, firstSaves: [Int])
+    typealias Hour = (
+        name: String, changeEvery: Int, integrating: Bool, inAccounts: Bool, baselineAt: Set<Int>, reloadAt: Set<Int>, saves: Int,
+        firstSaves: [Int]
+    )
     static let hours: [Hour] = [
         // A steady home that integrates (a reading every 5 s, as the old policy saved): the first
         // change, then once a minute.
-        ("integrating", 5, true, [], [], 60, [0, 60, 120]),
-        ("a reading every second", 1, true, [], [], 60, [0, 60, 120]),
+        ("integrating", 5, true, false, [], [], 60, [0, 60, 120]),
+        ("a reading every second", 1, true, false, [], [], 60, [0, 60, 120]),
         // Counter totals only: their rises wait ten minutes.
-        ("counters", 5, false, [], [], 6, [0, 600, 1200]),
+        ("counters", 5, false, false, [], [], 6, [0, 600, 1200]),
         // Quiet after the first reading: one save.
-        ("quiet", 0, true, [], [], 1, [0]),
+        ("quiet", 0, true, false, [], [], 1, [0]),
         // A counter's baseline moved (a recount, a restart at sunrise): saved at the tick it moved,
         // and the wait counts from there.
-        ("a recount", 5, true, [90], [], 61, [0, 60, 90, 150]),
-        ("a recount, counters", 5, false, [90], [], 7, [0, 90, 690]),
-        ("a reload", 5, true, [], [1000], 61, [0, 60, 120]),
+        ("a recount", 5, true, false, [90], [], 61, [0, 60, 90, 150]),
+        ("a recount, counters", 5, false, false, [90], [], 7, [0, 90, 690]),
+        ("a reload", 5, true, false, [], [1000], 61, [0, 60, 120]),
+        // An account is energy like a total: integrated, within a minute; its counter's baseline
+        // at once.
+        ("an integrated account", 5, true, true, [], [], 60, [0, 60, 120]),
+        ("an account's recount", 5, false, true, [90], [], 7, [0, 90, 690]),
     ]
 
     @Test(arguments: hours)
     func savesOverASimulatedHour(_ row: Hour) {
         let (saves, longestWait) = Self.hour(
-            changeEvery: row.changeEvery, integrating: row.integrating, baselineAt: row.baselineAt, reloadAt: row.reloadAt)
+            changeEvery: row.changeEvery, integrating: row.integrating, inAccounts: row.inAccounts, baselineAt: row.baselineAt,
+            reloadAt: row.reloadAt)
         #expect(saves.count == row.saves, "\(row.name): \(saves)")
         #expect(Array(saves.prefix(row.firstSaves.count)) == row.firstSaves, "\(row.name)")
         #expect(longestWait <= (row.integrating ? 60 : 600), "\(row.name): a change waited \(longestWait) s")
         for second in row.baselineAt.union(row.reloadAt) { #expect(saves.contains(second), "\(row.name): not saved at \(second)") }
         // A day at this pace stays within the budget of 3,000 fsyncs (two a save).
         #expect(saves.count * 24 * 2 <= 3000, "\(row.name)")
+    }
+
+    /// A whole steady day of a home that integrates (a reading every 5 s), with the daily
+    /// counter's restart at sunrise (its drop, then the readings that confirm it) and a reload: the
+    /// saves the day takes, two syncs each (the spare's fdatasync, the folder's fsync), stay
+    /// within 3,000, and no change waits more than a minute.
+    @Test func aSteadyDayStaysWithinTheBudgetOfSyncs() {
+        let sunrise = 6 * 3600
+        let (saves, longestWait) = Self.hour(
+            changeEvery: 5, integrating: true, baselineAt: [sunrise, sunrise + 5, sunrise + 10], reloadAt: [15 * 3600], seconds: 86_400)
+        #expect(longestWait <= 60)
+        #expect((1440...1450).contains(saves.count), "\(saves.count) saves")
+        #expect(saves.count * 2 <= 3000)
     }
 
     /// The anchors of real engine snapshots: a counter's baseline and carried energy, not its
@@ -95,6 +124,9 @@ import Testing
         #expect(first.day == "2026-06-01")
         #expect(first.baselines.keys.sorted() == ["w/exchange"])  // the integrating input has none
         #expect(first.integratedKWh == ["w/inputs[0]": 0])
+        // Every account: the import's counter, and the directions integrated from the rates.
+        #expect(first.accountBaselines.keys.sorted() == ["w/exchange/import"])
+        #expect(first.integratedAccountKWh.keys.sorted() == ["w/exchange/export", "w/inputs[0]/production"])
         #expect(read("s", "3000", at: 5) == first)
         #expect(read("m", "100.001", at: 10) == first)  // a rise: rebuilt from the next reading
         #expect(read("m", "100.1", at: 600) == first)
