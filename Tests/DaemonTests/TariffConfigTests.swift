@@ -147,18 +147,7 @@ import Testing
 
     @Test(arguments: cases)
     func checkSaysThePriceNowAndItsNextChange(_ test: NowCase) throws {
-        let config = try DaemonConfig.parse(
-            """
-            timezone: Europe/Berlin
-            sources:
-              grid: {topic: home/grid}
-            widgets:
-              home:
-                template: flow
-                flow:
-                  output: {rate: balance, total: integrate}
-                  exchange: {rate: grid, total: import}
-            tariff:
+        let tariff = """
               import:
                 zones:
                   - {days: mon-fri, from: "07:00", to: "22:00", price: 0.35}
@@ -166,7 +155,8 @@ import Testing
                 fees: 0.12
                 vat: 19%
               standing_charge: 0.40
-            """, file: "t.yaml")
+            """
+        let config = try DaemonConfig.parse("timezone: Europe/Berlin\n" + TariffConfigTests.config(tariff: tariff), file: "t.yaml")
         let text = ConfigSummary(config: config, zone: SystemTimeZone(identifier: "Europe/Berlin")!, statePath: "/s", now: RFC3339.parse(test.now)!).text
         let lines = text.split(separator: "\n").map(String.init)
         #expect(lines.contains(test.line), "\(text)")
