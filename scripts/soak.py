@@ -42,7 +42,7 @@ Writes: the second process's block writes (`write_bytes` of /proc/PID/io) from 1
 what the state saves follow (once a minute while an integrated energy moves, at once at a
 counter's new baseline or a reload), so the soak's speed changes it little. They are the state's
 alone: the daemon's log goes through a pipe (as it goes to journald under systemd), and the soak
-writes it to the file. The soak fails beyond SOAK_WRITES_MB_PER_DAY (default 20 MB). With strace
+writes it to the file; the state is in a folder of its own (`state/`, as under StateDirectory=). The soak fails beyond SOAK_WRITES_MB_PER_DAY (default 20 MB). With strace
 installed, the second process runs under it (`strace -f --seccomp-bpf`, which stops it at its
 fsyncs and fdatasyncs only), and the summary says its syncs a day over the same window. That
 figure is reported, not bounded: at 240x a save due at once (a counter's new baseline, the daily
@@ -75,6 +75,9 @@ TOTAL_TOLERANCE_KWH = 0.01
 TOKEN = "soak-token"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = os.path.join(ROOT, ".build", "soak")
+# In a folder of its own, which the daemon creates, as under systemd's StateDirectory=: what a
+# save writes depends on where the file system puts the folder's and the files' inodes.
+STATE = os.path.join(WORK, "state", "state.json")
 
 
 def say(text):
@@ -426,7 +429,7 @@ def main():
             out.write(TOKEN + "\n")
         config = os.path.join(WORK, "soak.yaml")
         with open(config, "w") as out:
-            out.write(CONFIG.format(zone=zone, broker_port=broker.port, state=os.path.join(WORK, "state.json"),
+            out.write(CONFIG.format(zone=zone, broker_port=broker.port, state=STATE,
                                     standin_port=standin.port, token=token))
         daemon = Daemon(flowbridge, config, os.path.join(WORK, "flowbridge.log"))
         processes.append(daemon)
@@ -449,7 +452,7 @@ def main():
             daemon.process.wait()
             # What the state says the widget shows must be what it shows, or be marked in doubt:
             # the restart's first patch is made against it.
-            with open(os.path.join(WORK, "state.json")) as saved:
+            with open(STATE) as saved:
                 delivery = json.load(saved).get("sinks", {}).get("push:power", {})
             shown = standin.state()["document"]
             if delivery.get("in_doubt") is False and delivery.get("shown") != shown:
@@ -576,8 +579,11 @@ def main():
                 failures.append(f"writes: {per_day_mb:.1f} MB a day (bound {WRITES_MB_PER_DAY:g} MB)")
             if daemon.syncs_path:
                 syncs = daemon.syncs(writes[0][0], writes[-1][0])
+                # One fdatasync a save (the spare's): what a save wrote, whatever the window caught.
+                each = f", {written // syncs['fdatasync']} bytes of writes a save" if syncs["fdatasync"] else ""
                 print(f"  syncs 2:   {syncs['fsync']} fsync, {syncs['fdatasync']} fdatasync in {seconds:.0f} s: "
-                      f"{sum(syncs.values()) / seconds * 86400:.0f} a day (saves due at once come {SPEED:g} times as often as at home)")
+                      f"{sum(syncs.values()) / seconds * 86400:.0f} a day{each} (saves due at once come {SPEED:g} times as "
+                      "often as at home)")
             else:
                 print("  syncs 2:   not counted (strace is not installed)")
         print()

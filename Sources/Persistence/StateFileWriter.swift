@@ -2,9 +2,9 @@ import Glibc
 import Platform
 import Synchronization
 
-/// Writes the state file again and again (once a minute while an integrated total moves) at half
-/// what `FileIO.writeAtomically` costs an SD card, and as atomically: a power cut leaves the old
-/// state or the new one at the state's path, never a torn one.
+/// Writes the state file again and again (once a minute while an integrated energy moves) at
+/// some 40 % of what `FileIO.writeAtomically` costs an SD card, and as atomically: a power cut
+/// leaves the old state or the new one at the state's path, never a torn one.
 ///
 /// A new file for every save costs ext4 two journal commits: the new file's inode, its block and
 /// its name in the folder when its fsync writes it, then the rename and the old file's freed inode
