@@ -55,8 +55,10 @@ extension FlowEngine {
                 closed.money[widgets[position].config.name] = money
                 widgets[position].money = DayMoney()
             }
-            // The new day's accounts start at 0: sensors hear so at once.
+            // The new day's accounts start at 0: sensors hear so at once, even when the closed
+            // day's were 0 too (a new day is news to a sensor that resets at midnight).
             widgets[position].accountsMoved = true
+            widgets[position].accountsSent = nil
         }
         unpricedSaid = []
         return closed
@@ -74,15 +76,12 @@ extension FlowEngine {
         }
     }
 
-    /// After a push of widget `position`: its accounts go out with it.
+    /// After a push of widget `position`: its accounts go out with it when they moved at the
+    /// resolution the sensors carry (a Wh, a ten-thousandth of the currency) or were never sent.
+    /// A push at every reading would otherwise build and hand over the same accounts each time.
     mutating func sendAccounts(of position: Int, at now: Date, into out: inout [Output]) {
-        let accounts = Self.accounts(of: widgets[position])
         let money = moneyReport(of: position, at: now)
-        widgets[position].accountsSentAt = now
-        widgets[position].accountsMoved = false
-        widgets[position].accountsSent = Self.rounded(accounts)
-        widgets[position].moneySent = money.map(Self.rounded)
-        out.append(.accounts(widget: widgets[position].config.name, at: now, accounts, money: money))
+        sendAccounts(of: position, at: now, money: money, ifMovedSince: widgets[position].accountsSentAt, into: &out)
     }
 
     /// On a tick: the accounts of every widget whose accounts moved (at Wh resolution) and whose
@@ -91,14 +90,20 @@ extension FlowEngine {
         for position in widgets.indices where widgets[position].accountsMoved {
             guard let sentAt = widgets[position].accountsSentAt else { continue }  // the first push sends them
             guard now.timeIntervalSince(sentAt) >= Self.accountsIntervalSeconds else { continue }
-            if Self.rounded(Self.accounts(of: widgets[position])) == widgets[position].accountsSent,
-                moneyReport(of: position, at: now).map(Self.rounded) == widgets[position].moneySent
-            {
-                widgets[position].accountsMoved = false
-                continue
-            }
-            sendAccounts(of: position, at: now, into: &out)
+            sendAccounts(of: position, at: now, money: moneyReport(of: position, at: now), ifMovedSince: sentAt, into: &out)
         }
+    }
+
+    /// Hands over the accounts and `money` of widget `position`, unless they were sent before
+    /// (`sentAt` not nil) and have not moved since at the sensors' resolution.
+    private mutating func sendAccounts(of position: Int, at now: Date, money: MoneyReport?, ifMovedSince sentAt: Date?, into out: inout [Output]) {
+        let roundedMoney = money.map(Self.rounded)
+        widgets[position].accountsMoved = false
+        if sentAt != nil, !accountsMovedSinceSent(of: position), roundedMoney == widgets[position].moneySent { return }
+        widgets[position].accountsSentAt = now
+        widgets[position].accountsSent = roundedAccountsKWh(of: position)
+        widgets[position].moneySent = roundedMoney
+        out.append(.accounts(widget: widgets[position].config.name, at: now, Self.accounts(of: widgets[position]), money: money))
     }
 
     /// When the accounts of a widget are next due without a push, if they moved.
@@ -119,8 +124,25 @@ extension FlowEngine {
             + [money.importPricePerKWh, money.exportPricePerKWh]
     }
 
-    /// Wh resolution: what the sensors carry, and so what counts as a move.
-    static func rounded(_ accounts: NodeAccounts) -> NodeAccounts {
-        accounts.mapValues { $0.mapValues { PatchPolicy.quantize($0, step: 0.001) } }
+    /// Every account of widget `position` at Wh resolution, node by node: what the sensors carry,
+    /// and so what counts as a move.
+    func roundedAccountsKWh(of position: Int) -> [Double] {
+        widgets[position].nodes.flatMap { node in node.accounts.map { PatchPolicy.quantize($0.energyKWh, step: 0.001) } }
+    }
+
+    /// Whether an account of widget `position` moved at Wh resolution since its accounts last went
+    /// out (or they never did). Compared in place: it is asked after every push.
+    func accountsMovedSinceSent(of position: Int) -> Bool {
+        guard let sent = widgets[position].accountsSent else { return true }
+        var index = 0
+        for node in widgets[position].nodes.indices {
+            for account in widgets[position].nodes[node].accounts.indices {
+                guard index < sent.count,
+                    sent[index] == PatchPolicy.quantize(widgets[position].nodes[node].accounts[account].energyKWh, step: 0.001)
+                else { return true }
+                index += 1
+            }
+        }
+        return index != sent.count
     }
 }

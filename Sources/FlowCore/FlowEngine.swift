@@ -149,10 +149,10 @@ public struct FlowEngine: Sendable {
         /// The balance the last time it was known: what the output keeps showing with
         /// `when_stale: hold` while a stale exchange or storage makes it unknown.
         var lastKnownBalance: Double?
-        /// When the widget's accounts last went out, what they were (at Wh resolution), and
+        /// When the widget's accounts last went out, what they were (`roundedAccountsKWh`), and
         /// whether a reading moved them since.
         var accountsSentAt: Date?
-        var accountsSent: NodeAccounts?
+        var accountsSent: [Double]?
         /// The money the last accounts carried, as `rounded` makes it.
         var moneySent: [Double?]?
         var accountsMoved = false

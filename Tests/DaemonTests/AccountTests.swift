@@ -168,6 +168,42 @@ import Testing
         let last = home.accountOutputs.last?.accounts[.output]?[.consumption] ?? 0
         #expect(last >= 0.8 && last <= 0.9 + 1e-9, "\(last) kWh")
     }
+
+    /// A widget pushed at every reading hands over its accounts only when one moved by a Wh (what
+    /// the sensors carry): 360 W read each second is 0.1 Wh a second, so a minute of pushes at
+    /// every reading carries about 6 moves, each a Wh on from the last.
+    @Test func accountsGoOutAfterAPushOnlyWhenTheyMovedByAWattHour() {
+        let config = FlowConfig(
+            sources: [source("load", "house/power")],
+            widgets: [FlowWidgetConfig(name: "home", output: node("load", total: .integrate), policy: eager)])
+        var home = EngineHarness(config)
+        let start = Self.midnight + 3600
+        for second in 0...60 {
+            // 360 W, then 361 W, and so on: every reading moves the rate, so every reading is pushed.
+            home.send("house/power", "\(360 + second % 2)", at: start + Double(second))
+        }
+        #expect(home.pushes.count == 61)
+        let consumption = home.accountOutputs.map { $0.accounts[.output]?[.consumption] ?? -1 }
+        #expect((6...8).contains(consumption.count), "\(consumption.count) account updates in 61 pushes")
+        for (earlier, later) in zip(consumption, consumption.dropFirst()) {
+            #expect(PatchPolicy.quantize(later, step: 0.001) > PatchPolicy.quantize(earlier, step: 0.001), "\(earlier) then \(later) kWh")
+        }
+    }
+
+    /// A day whose accounts stayed 0 still ends: the new day's accounts go out, though they are
+    /// 0 again, so that a sensor that resets at midnight hears of the new day.
+    @Test func aNewDayOfZeroAccountsStillGoesOut() {
+        let config = FlowConfig(
+            sources: [source("load", "house/power")],
+            widgets: [FlowWidgetConfig(name: "home", output: node("load", total: .integrate), policy: eager)])
+        var home = EngineHarness(config)
+        for minute in -10...(-1) { home.send("house/power", "0", at: Self.midnight + 60 * Double(minute)) }
+        let before = home.accountOutputs.count
+        #expect(before == 1)
+        for minute in 0...2 { home.send("house/power", "0", at: Self.midnight + 60 * Double(minute)) }
+        let after = home.accountOutputs.dropFirst(before).map(\.at.timeIntervalSince1970)
+        #expect(after.count == 1 && after.allSatisfy { $0 >= Self.midnight }, "\(after.map { $0 - Self.midnight })")
+    }
 }
 
 /// `replay --final` ends with each flow widget's accounts, in kWh at full resolution.
