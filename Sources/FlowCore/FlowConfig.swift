@@ -334,6 +334,16 @@ public struct FlowWidgetConfig: Sendable, Equatable {
         if let exchange { all.append((.exchange, exchange)) }
         return all
     }
+
+    /// Whether the widget has a node in `slot`, by the optional's case (no copy of the node).
+    public func has(_ slot: FlowSlot) -> Bool {
+        switch slot {
+        case .inputs: !inputs.isEmpty
+        case .output: if case .some = output { true } else { false }
+        case .storage: if case .some = storage { true } else { false }
+        case .exchange: if case .some = exchange { true } else { false }
+        }
+    }
 }
 
 /// A figure of the day's money a flow widget's subtitle shows (`subtitle: {show: …}`).

@@ -70,11 +70,10 @@ extension FlowEngine {
     /// derived, the balance is known (an unknown one shows the output's own `when_stale`), and
     /// the exchange and storage it needs are drawn. An input not drawn counts 0, as in the balance.
     func derivesOutput(_ position: Int, _ candidate: FlowContent, at now: Date) -> Bool {
-        guard widgets[position].balanceNode != nil, candidate.output != nil, case .known = balance(ofWidget: position, at: now) else {
+        guard widgets[position].balanceNode != nil, candidate.draws(.output), case .known = balance(ofWidget: position, at: now) else {
             return false
         }
-        let config = widgets[position].config
-        return (config.storage == nil) == (candidate.storage == nil) && (config.exchange == nil) == (candidate.exchange == nil)
+        return widgets[position].config.has(.storage) == candidate.draws(.storage) && widgets[position].config.has(.exchange) == candidate.draws(.exchange)
     }
 
     /// Offers the widget's content to its policy; a push goes out when the policy says so. While a

@@ -88,6 +88,17 @@ public struct FlowContent: Sendable, Equatable {
         self.storage = storage
         self.exchange = exchange
     }
+
+    /// Whether the content draws `slot`. A test of the optional's case: `output != nil` copies
+    /// the node (its texts retained and released) at every message.
+    public func draws(_ slot: FlowSlot) -> Bool {
+        switch slot {
+        case .inputs: if case .some = inputs { true } else { false }
+        case .output: if case .some = output { true } else { false }
+        case .storage: if case .some = storage { true } else { false }
+        case .exchange: if case .some = exchange { true } else { false }
+        }
+    }
 }
 
 public struct StatRow: Sendable, Equatable {
