@@ -30,6 +30,9 @@ final class BrokerConnection: Service {
     private let listeners: [(filter: TopicFilter, sink: any Sink)]
     /// Cleared by `stopTakingMessages`: the first step of the stop.
     private let taking = Atomic(true)
+    /// Whether the pages read only to start were given back (`StartupPages`): once, at the first
+    /// subscription, when the config is read, the sinks made and the broker reached.
+    private let startupPagesReleased = Atomic(false)
 
     /// Takes over `client` (made before the sinks, which publish through it) and subscribes it to
     /// the sinks' topics too. Throws for a topic filter of a sink that is not one.
@@ -90,6 +93,9 @@ final class BrokerConnection: Service {
             messages.sendKeepalives(bridge.config.keepalives)
             // From the first subscription on, a source that never reports is said.
             bridge.subscribed(at: Date())
+            if !startupPagesReleased.exchange(true, ordering: .relaxed), let released = StartupPages.release() {
+                log.log(.info, released.text(after: "running"))
+            }
         case .disconnected(let reason):
             log.log(.warning, "broker connection: \(reason); reconnecting")
             status.update { $0.broker = .waiting(cause: client.lastError?.cause ?? reason) }

@@ -47,6 +47,9 @@ struct PushRunTests {
         let daemon = try Self.daemon(config, credentials: folder, folder: folder)
         #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
         #expect(daemon.text.contains("pushes go to stdout, push:power (\(service.url))"), "\(daemon.text)")
+        // Running, it gave back what it read only to start (libcurl's loading among it); what the
+        // widget shows below is computed and pushed by code read again after.
+        #expect(await daemon.waitFor("running: gave back"), "\(daemon.text)")
         try await Self.publishBalance(broker, grid: -1400)
         #expect(await daemon.waitFor(#""rate":1000"#), "\(daemon.text)")
         let computed = Self.computed(daemon)
