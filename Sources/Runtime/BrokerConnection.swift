@@ -31,7 +31,7 @@ final class BrokerConnection: Service {
     /// Cleared by `stopTakingMessages`: the first step of the stop.
     private let taking = Atomic(true)
     /// Whether the pages read only to start were given back (`StartupPages`): once, at the first
-    /// subscription, when the config is read, the sinks made and the broker reached.
+    /// connection, when the config is read, the sinks made (libcurl loaded) and the broker reached.
     private let startupPagesReleased = Atomic(false)
 
     /// Takes over `client` (made before the sinks, which publish through it) and subscribes it to
@@ -93,8 +93,12 @@ final class BrokerConnection: Service {
             messages.sendKeepalives(bridge.config.keepalives)
             // From the first subscription on, a source that never reports is said.
             bridge.subscribed(at: Date())
-            if !startupPagesReleased.exchange(true, ordering: .relaxed), let released = StartupPages.release() {
-                log.log(.info, released.text(after: "running"))
+            if !startupPagesReleased.exchange(true, ordering: .relaxed) {
+                // Off this thread: libmosquitto sends the SUBSCRIBE once this callback returns, and
+                // a message published before the broker has it is not delivered.
+                Task.detached(priority: .background) { [log] in
+                    if let released = StartupPages.release() { log.log(.info, released.text(after: "running")) }
+                }
             }
         case .disconnected(let reason):
             log.log(.warning, "broker connection: \(reason); reconnecting")
