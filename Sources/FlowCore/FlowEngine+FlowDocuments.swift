@@ -43,7 +43,9 @@ extension FlowEngine {
                 name: node.config.name, rate: PatchPolicy.quantize(rate, step: policy.rateStep), total: total,
                 level: level, icon: node.config.icon, color: color)
             switch node.place {
-            case .input: content.inputs = (content.inputs ?? []) + [shown]
+            case .input:
+                // Appended in place: `(inputs ?? []) + [shown]` made two arrays per input, per message.
+                if content.inputs == nil { content.inputs = [shown] } else { content.inputs!.append(shown) }
             case .output: content.output = shown
             case .storage: content.storage = shown
             case .exchange: content.exchange = shown

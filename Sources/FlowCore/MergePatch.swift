@@ -71,14 +71,14 @@ extension FlowContent {
                         for field in FlowNode.Field.allCases where field.differs(before, after) { node.set(field.key, field.value(after) ?? .null) }
                     }
                 case (_?, nil): flow.set(slot.rawValue, .null)
-                case (nil, let after?): flow.set(slot.rawValue, after.json)
+                case (nil, let after?): flow.set(slot.rawValue, node: after)
                 case (nil, nil): break
                 }
             }
             // In key order: exchange, inputs, output, storage.
             node(.exchange, old.exchange, new.exchange)
             if old.inputs != new.inputs {
-                flow.set(FlowSlot.inputs.rawValue, new.inputs.map { .array($0.map(\.json)) } ?? .null)
+                if let inputs = new.inputs { flow.set(FlowSlot.inputs.rawValue, nodes: inputs) } else { flow.set(FlowSlot.inputs.rawValue, .null) }
             }
             node(.output, old.output, new.output)
             node(.storage, old.storage, new.storage)
@@ -92,6 +92,11 @@ extension FlowContent {
 /// their keys' UTF-8 bytes, the order in which JSON text is written.
 protocol MergePatchBuilder {
     mutating func set(_ key: String, _ value: JSONValue)
+    /// A whole node, or the inputs' array of them (a merge patch replaces an array whole): the
+    /// value of `node.json`. The inputs change at most readings, and a writer writes them without
+    /// making the dictionaries of their JSON.
+    mutating func set(_ key: String, node: FlowNode)
+    mutating func set(_ key: String, nodes: [FlowNode])
     /// A nested object, left out when `body` sets nothing in it.
     mutating func object(_ key: String, _ body: (inout Self) -> Void)
 }
@@ -101,6 +106,8 @@ struct JSONPatchBuilder: MergePatchBuilder {
     var members: [String: JSONValue] = [:]
 
     mutating func set(_ key: String, _ value: JSONValue) { members[key] = value }
+    mutating func set(_ key: String, node: FlowNode) { members[key] = node.json }
+    mutating func set(_ key: String, nodes: [FlowNode]) { members[key] = .array(nodes.map(\.json)) }
 
     mutating func object(_ key: String, _ body: (inout Self) -> Void) {
         var nested = JSONPatchBuilder()
@@ -119,6 +126,38 @@ struct JSONPatchWriter: MergePatchBuilder {
         writeKey(key)
         value.write(to: &out)
         count += 1
+    }
+
+    mutating func set(_ key: String, node: FlowNode) {
+        writeKey(key)
+        write(node)
+        count += 1
+    }
+
+    mutating func set(_ key: String, nodes: [FlowNode]) {
+        writeKey(key)
+        out.append(UInt8(ascii: "["))
+        for index in nodes.indices {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            write(nodes[index])
+        }
+        out.append(UInt8(ascii: "]"))
+        count += 1
+    }
+
+    /// `node.json`'s text: its fields in key order, an absent one left out.
+    private mutating func write(_ node: FlowNode) {
+        out.append(UInt8(ascii: "{"))
+        var written = 0
+        for field in FlowNode.Field.allCases {
+            guard let value = field.value(node) else { continue }
+            if written > 0 { out.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(field.key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            value.write(to: &out)
+            written += 1
+        }
+        out.append(UInt8(ascii: "}"))
     }
 
     mutating func object(_ key: String, _ body: (inout Self) -> Void) {
