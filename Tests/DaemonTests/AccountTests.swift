@@ -169,14 +169,16 @@ import Testing
         #expect(last >= 0.8 && last <= 0.9 + 1e-9, "\(last) kWh")
     }
 
+    /// One load whose consumption is integrated, pushed at every change.
+    static let integratedLoad = FlowConfig(
+        sources: [source("load", "house/power")],
+        widgets: [FlowWidgetConfig(name: "home", output: node("load", total: .integrate), policy: eager)])
+
     /// A widget pushed at every reading hands over its accounts only when one moved by a Wh (what
     /// the sensors carry): 360 W read each second is 0.1 Wh a second, so a minute of pushes at
     /// every reading carries about 6 moves, each a Wh on from the last.
     @Test func accountsGoOutAfterAPushOnlyWhenTheyMovedByAWattHour() {
-        let config = FlowConfig(
-            sources: [source("load", "house/power")],
-            widgets: [FlowWidgetConfig(name: "home", output: node("load", total: .integrate), policy: eager)])
-        var home = EngineHarness(config)
+        var home = EngineHarness(Self.integratedLoad)
         let start = Self.midnight + 3600
         for second in 0...60 {
             // 360 W, then 361 W, and so on: every reading moves the rate, so every reading is pushed.
@@ -193,10 +195,7 @@ import Testing
     /// A day whose accounts stayed 0 still ends: the new day's accounts go out, though they are
     /// 0 again, so that a sensor that resets at midnight hears of the new day.
     @Test func aNewDayOfZeroAccountsStillGoesOut() {
-        let config = FlowConfig(
-            sources: [source("load", "house/power")],
-            widgets: [FlowWidgetConfig(name: "home", output: node("load", total: .integrate), policy: eager)])
-        var home = EngineHarness(config)
+        var home = EngineHarness(Self.integratedLoad)
         for minute in -10...(-1) { home.send("house/power", "0", at: Self.midnight + 60 * Double(minute)) }
         let before = home.accountOutputs.count
         #expect(before == 1)
