@@ -127,22 +127,23 @@ extension FlowEngine {
     /// Every account of widget `position` at Wh resolution, node by node: what the sensors carry,
     /// and so what counts as a move.
     func roundedAccountsKWh(of position: Int) -> [Double] {
-        widgets[position].nodes.flatMap { node in node.accounts.map { PatchPolicy.quantize($0.energyKWh, step: 0.001) } }
+        widgets[position].nodes.flatMap { node in node.accounts.map(Self.shownKWh) }
     }
 
     /// Whether an account of widget `position` moved at Wh resolution since its accounts last went
-    /// out (or they never did). Compared in place: it is asked after every push.
+    /// out (or they never did): `roundedAccountsKWh` compared in place, as it is asked after every push.
     func accountsMovedSinceSent(of position: Int) -> Bool {
         guard let sent = widgets[position].accountsSent else { return true }
         var index = 0
         for node in widgets[position].nodes.indices {
             for account in widgets[position].nodes[node].accounts.indices {
-                guard index < sent.count,
-                    sent[index] == PatchPolicy.quantize(widgets[position].nodes[node].accounts[account].energyKWh, step: 0.001)
-                else { return true }
+                guard index < sent.count, sent[index] == Self.shownKWh(widgets[position].nodes[node].accounts[account]) else { return true }
                 index += 1
             }
         }
         return index != sent.count
     }
+
+    /// An account's energy at the Wh the sensors show.
+    private static func shownKWh(_ account: EnergyTotal) -> Double { PatchPolicy.quantize(account.energyKWh, step: 0.001) }
 }

@@ -49,7 +49,7 @@ public enum StartupPages {
     }
 
     /// `MADV_PAGEOUT`, which Swift's Glibc module does not show.
-    package static let pageOut: Int32 = 21
+    private static let pageOut: Int32 = 21
 
     /// The address range of a line of `/proc/self/maps` that maps a file privately and read-only
     /// (`r--p`, `r-xp`): `START-END PERMS OFFSET DEVICE INODE PATH`.
@@ -65,7 +65,7 @@ public enum StartupPages {
     }
 
     /// The process's resident memory in kB, from `/proc/self/smaps_rollup`.
-    public static func residentKB() -> Int? {
+    private static func residentKB() -> Int? {
         guard let rollup = try? FileIO.read("/proc/self/smaps_rollup", atMost: 65_536) else { return nil }
         for line in String(decoding: rollup, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Rss:") {
             return Int(line.dropFirst(4).split(separator: " ").first ?? "")
