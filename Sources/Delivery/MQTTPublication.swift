@@ -71,7 +71,7 @@ public struct MQTTPublication: Sendable {
         documents[push.widget] = push.document
         var messages = [
             Message(topic: settings.contentTopic(push.widget), payload: push.document.json.encoded(), qos: .atLeastOnce, retain: settings.retain),
-            Message(topic: settings.patchTopic(push.widget), payload: push.patch.encoded(), qos: .atMostOnce, retain: false),
+            Message(topic: settings.patchTopic(push.widget), payload: push.contentPatch.encoded(), qos: .atMostOnce, retain: false),
         ]
         messages += sensors(of: push.widget, always: false)
         return messages

@@ -33,15 +33,16 @@ extension FlowEngine {
             }
             // Its place in the document: an input by its index among the inputs drawn.
             let place = node.place.slot == .inputs ? .input(content.inputs?.count ?? 0) : node.place
-            var color = node.config.color
+            // Each text straight from the setup: `node.config` is a copy of the node's whole config.
+            var color = node.setup.config.color
             if staleMarker, !value.heldFor.isEmpty {
                 color = Self.staleColor
                 held.insert(place)
                 noteSilent(index, heldFor: value.heldFor, inWidget: position, at: now, into: &silent)
             }
             let shown = FlowNode(
-                name: node.config.name, rate: PatchPolicy.quantize(rate, step: policy.rateStep), total: total,
-                level: level, icon: node.config.icon, color: color)
+                name: node.setup.config.name, rate: PatchPolicy.quantize(rate, step: policy.rateStep), total: total,
+                level: level, icon: node.setup.config.icon, color: color)
             switch node.place {
             case .input:
                 // Appended in place: `(inputs ?? []) + [shown]` made two arrays per input, per message.
@@ -97,7 +98,9 @@ extension FlowEngine {
         var violations: [ContentViolation] = []
         candidate.validate(into: &violations)
         guard isValid(violations, of: name, at: now, into: &out) else { return }
-        if var push = widgets[position].policy.offer(flow: candidate, at: now, urgent: urgent, derivesOutput: derivesOutput(position, candidate, at: now)) {
+        let derives = derivesOutput(position, candidate, at: now)
+        // The candidate's last use: the policy takes it over.
+        if var push = widgets[position].policy.offer(flow: candidate, at: now, urgent: urgent, derivesOutput: derives) {
             push.held = HeldMark(nodes: held)
             out.append(.push(widget: name, at: now, push))
             sendAccounts(of: position, at: now, into: &out)

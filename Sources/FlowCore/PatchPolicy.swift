@@ -21,13 +21,10 @@ import FoundationEssentials
 public struct PatchPolicy: Sendable {
     public let config: PatchPolicyConfig
     /// The document the widget shows now (the last one pushed).
-    public private(set) var delivered: WidgetContent? {
-        didSet {
-            if case .flow(let flow)? = delivered { deliveredFlow = flow } else { deliveredFlow = nil }
-        }
-    }
+    public private(set) var delivered: WidgetContent?
     /// `delivered` when it is a flow, kept unboxed: a flow is offered at every reading, and holding
     /// and comparing against a copy taken out of the box each time cost more than the offer itself.
+    /// Set with `delivered`, from the same flow.
     private var deliveredFlow: FlowContent?
     public private(set) var lastPushAt: Date?
     /// When a change held back by `minInterval` is due.
@@ -95,7 +92,13 @@ public struct PatchPolicy: Sendable {
     public mutating func offer(_ candidate: WidgetContent, at now: Date, urgent: Bool) -> Push? {
         if case .flow(let flow) = candidate { return offer(flow: flow, at: now, urgent: urgent) }
         let due = urgent || intervalOver(at: now) || delivered.map { isPrompt(candidate, after: $0) } ?? true
-        return decide(candidate, unchanged: delivered == candidate, due: due, at: now, urgent: urgent)
+        switch decide(unchanged: delivered == candidate, due: due, at: now, urgent: urgent) {
+        case .nothing: return nil
+        case .whole: return push(candidate, flow: nil, patch: ContentPatch(candidate.json), at: now, full: true)
+        // Documents that differ have a patch that is not empty (a valid document holds no NaN,
+        // the one value that differs from itself and prints like another); it is made when read.
+        case .patch: return push(candidate, flow: nil, patch: ContentPatch(from: delivered!, to: candidate), at: now, full: false)
+        }
     }
 
     /// `offer(.flow(candidate), …)`: the rates are held, and the flow compared, against the flow
@@ -103,19 +106,45 @@ public struct PatchPolicy: Sendable {
     /// every term it needs is drawn) the output shown is the balance of the rates shown, after
     /// their rounding and deadbands: the widget adds up, where each field moving past its own
     /// deadband would leave the home up to a deadband away from Solar + Grid − Battery.
-    public mutating func offer(flow candidate: FlowContent, at now: Date, urgent: Bool, derivesOutput: Bool = false) -> Push? {
+    ///
+    /// The candidate is consumed, and what is delivered is read in place (`shape`, `patch`, not
+    /// mutating): a flow copied holds a retain of each of its texts, and the copies this offer
+    /// made at every reading were a tenth of the daemon's instructions.
+    public mutating func offer(flow candidate: consuming FlowContent, at now: Date, urgent: Bool, derivesOutput: Bool = false) -> Push? {
         var shaped = candidate
-        var unchanged = false
-        if let deliveredFlow { hold(&shaped, against: deliveredFlow) }
-        if derivesOutput, shaped.output?.rate != nil {
-            let inputsW = (shaped.inputs ?? []).compactMap(\.rate).reduce(0, +)
-            let balanceW = inputsW + (shaped.exchange?.rate ?? 0) - (shaped.storage?.rate ?? 0)
+        let (unchanged, prompt) = shape(&shaped, derivesOutput: derivesOutput)
+        let due = urgent || intervalOver(at: now) || prompt
+        let decision = decide(unchanged: unchanged, due: due, at: now, urgent: urgent)
+        if case .nothing = decision { return nil }
+        let document = WidgetContent.flow(shaped)
+        let patch = if case .whole = decision { ContentPatch(document.json) } else { patch(to: shaped, document: document) }
+        return push(document, flow: shaped, patch: patch, at: now, full: decision == .whole)
+    }
+
+    /// Holds the candidate's rates against the flow delivered and derives its output; then whether
+    /// it is the flow delivered, and whether it goes out at once (the first flow always does).
+    private func shape(_ flow: inout FlowContent, derivesOutput: Bool) -> (unchanged: Bool, prompt: Bool) {
+        if let deliveredFlow { hold(&flow, against: deliveredFlow) }
+        if derivesOutput, flow.output?.rate != nil {
+            var inputsW = 0.0
+            for index in flow.inputs?.indices ?? 0..<0 { inputsW += flow.inputs![index].rate ?? 0 }
+            let balanceW = inputsW + (flow.exchange?.rate ?? 0) - (flow.storage?.rate ?? 0)
             // The terms are multiples of the step already: quantizing only drops the float noise.
-            shaped.output!.rate = Self.quantize(max(0, balanceW), step: config.rateStep) + 0.0
+            flow.output!.rate = Self.quantize(max(0, balanceW), step: config.rateStep) + 0.0
         }
-        if let deliveredFlow { unchanged = shaped == deliveredFlow }
-        let due = urgent || intervalOver(at: now) || deliveredFlow.map { isPrompt(shaped, after: $0) } ?? true
-        return decide(.flow(shaped), unchanged: unchanged, due: due, at: now, urgent: urgent)
+        guard let deliveredFlow else { return (false, true) }
+        return (flow == deliveredFlow, isPrompt(flow, after: deliveredFlow))
+    }
+
+    /// The patch from the flow delivered to `flow` (whose document is `document`), its text
+    /// written now, while both flows are at hand unboxed. Documents that differ have a patch that
+    /// is not empty (a valid document holds no NaN, the one value that differs from itself and
+    /// prints like another).
+    private func patch(to flow: FlowContent, document: WidgetContent) -> ContentPatch {
+        guard let delivered else { return ContentPatch(document.json) }
+        // A progress delivered before (the config's template changed): the documents' JSON diff.
+        guard let deliveredFlow else { return ContentPatch(from: delivered, to: document) }
+        return ContentPatch(from: deliveredFlow, to: flow, documents: (delivered, document))
     }
 
     /// `minInterval` has passed since the last push (or the clock went back before it).
@@ -123,28 +152,28 @@ public struct PatchPolicy: Sendable {
         lastPushAt.map { now < $0 || now.timeIntervalSince($0) >= config.minIntervalSeconds } ?? true
     }
 
-    /// The rules of an offer of `shaped` (rates held): `unchanged` when it is the document
-    /// delivered; `due` when a change may go out now (urgent, the interval over, or prompt).
-    private mutating func decide(_ shaped: WidgetContent, unchanged: Bool, due: Bool, at now: Date, urgent: Bool) -> Push? {
+    /// What an offer sends: nothing, the whole document (the first push), or the patch from the
+    /// document delivered.
+    private enum Decision { case nothing, whole, patch }
+
+    /// The rules of an offer (rates held): `unchanged` when it is the document delivered; `due`
+    /// when a change may go out now (urgent, the interval over, or prompt).
+    private mutating func decide(unchanged: Bool, due: Bool, at now: Date, urgent: Bool) -> Decision {
         if isSettling(at: now) {
-            guard urgent else { return nil }
+            guard urgent else { return .nothing }
         } else {
             settlesAt = nil
         }
-        guard let delivered else {
-            return push(shaped, patch: ContentPatch(shaped.json), at: now, full: true)
-        }
+        guard delivered != nil else { return .whole }
         guard !unchanged else {
             trailingAt = nil
-            return nil
+            return .nothing
         }
         guard due else {
             trailingAt = lastPushAt!.addingTimeInterval(config.minIntervalSeconds)
-            return nil
+            return .nothing
         }
-        // Documents that differ have a patch that is not empty (a valid document holds no NaN,
-        // the one value that differs from itself and prints like another); it is made when read.
-        return push(shaped, patch: ContentPatch(from: delivered, to: shaped), at: now, full: false)
+        return .patch
     }
 
     /// Takes over what another policy (of a config being replaced) delivered, so that the next push
@@ -152,6 +181,7 @@ public struct PatchPolicy: Sendable {
     /// for, so that the burst still goes out.
     public mutating func adopt(_ other: PatchPolicy) {
         delivered = other.delivered
+        deliveredFlow = other.deliveredFlow
         lastPushAt = other.lastPushAt
         trailingAt = nil
         settlesAt = other.settlesAt
@@ -165,8 +195,10 @@ public struct PatchPolicy: Sendable {
         settlesAt = settlesAt?.addingTimeInterval(seconds)
     }
 
-    private mutating func push(_ content: WidgetContent, patch: ContentPatch, at now: Date, full: Bool) -> Push {
+    /// `flow`: the content's flow, unboxed, when it is one.
+    private mutating func push(_ content: WidgetContent, flow: FlowContent?, patch: ContentPatch, at now: Date, full: Bool) -> Push {
         delivered = content
+        deliveredFlow = flow
         lastPushAt = now
         trailingAt = nil
         return Push(contentPatch: patch, document: content, isFullContent: full)
@@ -192,7 +224,7 @@ public struct PatchPolicy: Sendable {
 
     /// Which slots are drawn, and how many inputs.
     static func slots(of content: FlowContent) -> Slots {
-        Slots(inputs: content.inputs?.count ?? -1, output: content.output != nil, storage: content.storage != nil, exchange: content.exchange != nil)
+        Slots(inputs: content.inputs?.count ?? -1, output: content.draws(.output), storage: content.draws(.storage), exchange: content.draws(.exchange))
     }
 
     struct Slots: Equatable {
@@ -209,14 +241,14 @@ public struct PatchPolicy: Sendable {
     /// Holds every rate of `flow` that moved less than the deadband at what the widget shows, in
     /// place. (A progress document comes held: see the type's note.)
     private func hold(_ flow: inout FlowContent, against old: FlowContent) {
-        func hold(_ node: inout FlowNode, _ old: FlowNode?) {
-            if let rate = node.rate { node.rate = config.holding(rate, shown: old?.rate) }
+        // Only the rates cross: a node passed whole is copied, its texts retained and released.
+        if let count = old.inputs?.count, flow.inputs?.count == count {
+            for index in 0..<count {
+                if let rate = flow.inputs![index].rate { flow.inputs![index].rate = config.holding(rate, shown: old.inputs![index].rate) }
+            }
         }
-        if let old = old.inputs, flow.inputs?.count == old.count {
-            for index in old.indices { hold(&flow.inputs![index], old[index]) }
-        }
-        if flow.output != nil { hold(&flow.output!, old.output) }
-        if flow.storage != nil { hold(&flow.storage!, old.storage) }
-        if flow.exchange != nil { hold(&flow.exchange!, old.exchange) }
+        if let rate = flow.output?.rate { flow.output!.rate = config.holding(rate, shown: old.output?.rate) }
+        if let rate = flow.storage?.rate { flow.storage!.rate = config.holding(rate, shown: old.storage?.rate) }
+        if let rate = flow.exchange?.rate { flow.exchange!.rate = config.holding(rate, shown: old.exchange?.rate) }
     }
 }

@@ -466,7 +466,7 @@ extension FlowNode {
     /// absent). One table serves both the document and the node-level patch, so the two cannot
     /// disagree; the comparison is typed, so a patch makes JSON only of what changed. An enum, in
     /// key order (the order a patch's text is written in): walking it copies nothing.
-    enum Field: CaseIterable {
+    enum Field: Int, CaseIterable {
         case color, icon, level, name, rate, total
 
         var key: String {
