@@ -106,10 +106,12 @@ extension FlowEngine {
     mutating func accept(
         _ payload: [UInt8], topic: String, for position: Int, at now: Date, kind: ReadingKind, into out: inout [Output]
     ) -> Bool {
-        let setup = sources[position].setup  // one retain; `source` is read in place
+        // One retain. The way of a reading reads the config's fields in place (`config.…`); the
+        // copy of the whole config (`source`, each use retaining all of its texts) is for the messages.
+        let setup = sources[position].setup
         var source: SourceConfig { setup.config }
         hear(position, topic: topic, at: now, into: &out)
-        guard payload.count <= source.maxPayloadBytes else {
+        guard payload.count <= setup.config.maxPayloadBytes else {
             sources[position].stats.oversized += 1
             let count = sources[position].stats.oversized
             note(.warning, key: "oversize:\(source.name)", at: now, into: &out) {
@@ -117,8 +119,8 @@ extension FlowEngine {
             }
             return false
         }
-        let decoded = source.decoder.decode(payload)
-        if source.decoder.path != nil { watchField(position, missing: decoded == .noField, at: now, into: &out) }
+        let decoded = setup.config.decoder.decode(payload)
+        if setup.config.decoder.path != nil { watchField(position, missing: decoded == .noField, at: now, into: &out) }
         let problem: String
         switch decoded {
         case .noReading:
@@ -130,9 +132,9 @@ extension FlowEngine {
         case .invalid(let why):
             problem = why.description
         case .value(let raw):
-            let value = source.convert(raw)
-            switch source.unit.quantity {
-            case .power where abs(value) > source.maxPowerW:
+            let value = setup.config.convert(raw)
+            switch setup.config.unit.quantity {
+            case .power where abs(value) > setup.config.maxPowerW:
                 problem = "\(JSONValue.format(value.rounded())) W is beyond the source's max_power (\(JSONValue.format(source.maxPowerW)) W): a glitch, or a wrong unit or scale (a site that large says so with max_power)"
             case .energy where value < 0 || value > Self.maxEnergyKWh:
                 problem = "\(JSONValue.format(value)) kWh is not a plausible energy counter"
@@ -141,7 +143,7 @@ extension FlowEngine {
             case .price where abs(value) > TariffConfig.largestPricePerKWh:
                 problem = "a price of \(JSONValue.format(value)) per kWh is beyond \(JSONValue.format(TariffConfig.largestPricePerKWh)) per kWh: a wrong unit (EUR/MWh given as EUR/kWh?)"
             default:
-                if source.combine == .sum, sources[position].topics[topic] == nil,
+                if setup.config.combine == .sum, sources[position].topics[topic] == nil,
                     sources[position].topics.count >= SourceState.maxTopics
                 {
                     note(.warning, key: "topics:\(source.name)", at: now, into: &out) {
@@ -163,21 +165,24 @@ extension FlowEngine {
     /// Brings the accounts of widget `position` up to date with a new reading of `source`.
     mutating func account(_ source: Int, in position: Int, at now: Date, integrating: Bool, into out: inout [Output]) {
         for node in integrating ? widgets[position].integrateOn[source] ?? [] : [] {
-            let state = widgets[position].nodes[node]
-            guard let rate = integrationRate(of: state, inWidget: position, at: now) else {
+            // The node is read in place: a copy of it would share its accounts, and the first
+            // account integrated would copy them all, at every reading.
+            let setup = widgets[position].nodes[node].setup
+            let accounts = widgets[position].nodes[node].accounts.indices
+            guard let rate = integrationRate(of: widgets[position].nodes[node], inWidget: position, at: now) else {
                 // Unknown from here (a balance with a stale term): nothing counts across the gap.
-                for account in state.accounts.indices { widgets[position].nodes[node].accounts[account].interrupt() }
+                for account in accounts { widgets[position].nodes[node].accounts[account].interrupt() }
                 continue
             }
-            for account in state.accounts.indices {
-                if let span = widgets[position].nodes[node].accounts[account].integrate(rateW: rate, at: now, maxGapSeconds: state.maxGapSeconds) {
-                    price(span, state.setup.accountKinds[account], at: state.place, inWidget: position, into: &out)
+            for account in accounts {
+                if let span = widgets[position].nodes[node].accounts[account].integrate(rateW: rate, at: now, maxGapSeconds: setup.maxGapSeconds) {
+                    price(span, setup.accountKinds[account], at: setup.place, inWidget: position, into: &out)
                 }
             }
         }
         widgets[position].accountsMoved = true
         guard let reading = sources[source].reading else { return }
-        let maxPowerW = sources[source].config.maxPowerW
+        let maxPowerW = sources[source].setup.config.maxPowerW
         for node in widgets[position].nodes.indices {
             let counters = widgets[position].nodes[node].setup.counters
             for account in counters.indices where counters[account] == source {
