@@ -78,7 +78,8 @@ extension FlowEngine {
         var ignored: [Output] = []
         var documents: [String: ShownDocument] = [:]
         for position in engine.widgets.indices {
-            let (flow, held) = engine.content(of: position, at: now, into: &ignored)
+            var held: Set<NodePlace> = []
+            let flow = engine.content(of: position, at: now, held: &held, into: &ignored)
             if flow.inputs == nil, flow.output == nil, flow.storage == nil, flow.exchange == nil { continue }
             documents[engine.widgets[position].config.name] = ShownDocument(content: .flow(flow), held: HeldMark(nodes: held))
         }

@@ -6,17 +6,20 @@ extension FlowEngine {
     /// The widget's content now, quantized per its policy. A node showing a held reading of a
     /// silent meter is gray and marked held, and the subtitle says which meters are silent since
     /// when (unless the widget's `stale_marker` is off); otherwise it shows the figure of the
-    /// day's money the config asks for, if any.
-    mutating func content(of position: Int, at now: Date, into out: inout [Output]) -> (flow: FlowContent, held: Set<NodePlace>) {
+    /// day's money the config asks for, if any. `held`: the places that show a held reading.
+    /// The parts are made apart and put together at the end: a document built in place was copied
+    /// to be returned.
+    mutating func content(of position: Int, at now: Date, held: inout Set<NodePlace>, into out: inout [Output]) -> FlowContent {
         // The widget's parts are read in place: a copy of the whole widget state is made for
         // nothing at every message.
         let policy = widgets[position].config.policy
         let staleMarker = widgets[position].config.staleMarker
-        var content = FlowContent(shared: widgets[position].config.shared, unit: widgets[position].config.unit)
-        if let figure = widgets[position].config.subtitleMoney { content.shared.subtitle = moneySubtitle(figure, ofWidget: position, at: now) }
+        var shared = widgets[position].config.shared
+        if let figure = widgets[position].config.subtitleMoney { shared.subtitle = moneySubtitle(figure, ofWidget: position, at: now) }
+        var inputs: [FlowNode]?
+        var output, storage, exchange: FlowNode?
         // Nodes whose meters are silent while the widget shows their last reading, and since when.
         var silent: [Int: Date] = [:]
-        var held: Set<NodePlace> = []
         for index in widgets[position].nodes.indices {
             let node = widgets[position].nodes[index]
             guard let value = value(of: node, inWidget: position, at: now) else { continue }
@@ -32,7 +35,7 @@ extension FlowEngine {
                 level = min(100, max(0, PatchPolicy.quantize(reading.value, step: policy.levelStep)))
             }
             // Its place in the document: an input by its index among the inputs drawn.
-            let place = node.place.slot == .inputs ? .input(content.inputs?.count ?? 0) : node.place
+            let place = node.place.slot == .inputs ? .input(inputs?.count ?? 0) : node.place
             // Each text straight from the setup: `node.config` is a copy of the node's whole config.
             var color = node.setup.config.color
             if staleMarker, !value.heldFor.isEmpty {
@@ -46,14 +49,14 @@ extension FlowEngine {
             switch node.place {
             case .input:
                 // Appended in place: `(inputs ?? []) + [shown]` made two arrays per input, per message.
-                if content.inputs == nil { content.inputs = [shown] } else { content.inputs!.append(shown) }
-            case .output: content.output = shown
-            case .storage: content.storage = shown
-            case .exchange: content.exchange = shown
+                if inputs == nil { inputs = [shown] } else { inputs!.append(shown) }
+            case .output: output = shown
+            case .storage: storage = shown
+            case .exchange: exchange = shown
             }
         }
-        if !silent.isEmpty { content.shared.subtitle = staleSubtitle(silentNames(silent, inWidget: position), at: now) }
-        return (content, held)
+        if !silent.isEmpty { shared.subtitle = staleSubtitle(silentNames(silent, inWidget: position), at: now) }
+        return FlowContent(shared: shared, unit: widgets[position].config.unit, inputs: inputs, output: output, storage: storage, exchange: exchange)
     }
 
     /// `Net today €1.18` or `Now €0.312/kWh` (the import price, fees and VAT in; `No price now`
@@ -83,7 +86,8 @@ extension FlowEngine {
     /// burst of readings is still settling, an ordinary offer waits for its end.
     mutating func offer(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
         if !urgent, widgets[position].policy.isSettling(at: now) { return }
-        let (candidate, held) = content(of: position, at: now, into: &out)
+        var held: Set<NodePlace> = []
+        let candidate = content(of: position, at: now, held: &held, into: &out)
         let name = widgets[position].config.name
         if candidate.inputs == nil, candidate.output == nil, candidate.storage == nil, candidate.exchange == nil {
             // Nothing to show: quiet before the first reading; later (every slot cleared as stale)

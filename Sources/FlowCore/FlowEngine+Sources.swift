@@ -165,11 +165,17 @@ extension FlowEngine {
     /// Brings the accounts of widget `position` up to date with a new reading of `source`.
     mutating func account(_ source: Int, in position: Int, at now: Date, integrating: Bool, into out: inout [Output]) {
         for node in integrating ? widgets[position].integrateOn[source] ?? [] : [] {
-            // The node is read in place: a copy of it would share its accounts, and the first
-            // account integrated would copy them all, at every reading.
+            // A copy of the node lives only to read its rate: held while its accounts move, it
+            // would share them, and the first account integrated would copy them all, at every
+            // reading. (Passed straight from `widgets`, the engine itself was copied for the call.)
             let setup = widgets[position].nodes[node].setup
             let accounts = widgets[position].nodes[node].accounts.indices
-            guard let rate = integrationRate(of: widgets[position].nodes[node], inWidget: position, at: now) else {
+            let rate: Double?
+            do {
+                let state = widgets[position].nodes[node]
+                rate = integrationRate(of: state, inWidget: position, at: now)
+            }
+            guard let rate else {
                 // Unknown from here (a balance with a stale term): nothing counts across the gap.
                 for account in accounts { widgets[position].nodes[node].accounts[account].interrupt() }
                 continue
