@@ -58,8 +58,8 @@ public struct PatchPolicy: Sendable {
 
     /// What to send.
     public struct Push: Sendable, Equatable {
-        /// The merge patch of the content; the whole content on the first push. Made into JSON
-        /// when it is read (see `ContentPatch`).
+        /// The merge patch of the content; the whole content on the first push. A flow's is
+        /// written as text when it is made, and made into JSON when it is read (see `ContentPatch`).
         public var contentPatch: ContentPatch
         /// The whole content after the push.
         public var document: WidgetContent

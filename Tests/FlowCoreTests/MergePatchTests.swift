@@ -1,4 +1,5 @@
 import FlowCore
+import FoundationEssentials
 import TestSupport
 import Testing
 
@@ -111,6 +112,36 @@ import Testing
             #expect(written == [0x20] + diff.encoded(), "\(old.json) → \(new.json)")
             #expect(patch.json == diff)
         }
+    }
+
+    static let flowA = FlowContent(unit: "W", inputs: [FlowNode(name: "Solar", rate: 1200)], exchange: FlowNode(name: "Grid", rate: -300))
+    static let flowB = FlowContent(unit: "W", inputs: [FlowNode(name: "Solar", rate: 1500)], exchange: FlowNode(name: "Grid", rate: -600))
+    static let bar = WidgetContent.progress(ProgressContent(shared: SharedContent(label: "Battery"), value: 0.5))
+
+    /// The patch policy's pushes, whatever came before: a flow after a flow (its text written from
+    /// the two flows when it is made), after a progress bar (a widget whose reloaded config changed
+    /// its template), and a bar after a flow. Each push's patch, as text and as a value, is the
+    /// JSON diff of the two documents.
+    @Test(arguments: [
+        ("a flow after a flow", WidgetContent.flow(flowA), WidgetContent.flow(flowB)),
+        ("a flow after a bar", bar, WidgetContent.flow(flowB)),
+        ("a bar after a flow", WidgetContent.flow(flowA), bar),
+    ])
+    func aPolicysPatchIsTheDiffOfWhatItDeliveredAndWhatItPushes(_ name: String, first: WidgetContent, second: WidgetContent) throws {
+        var policy = PatchPolicy(config: PatchPolicyConfig(minIntervalSeconds: 0, rateStep: 1, rateDeadband: 0, settleSeconds: 0))
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let offeredFirst = policy.offer(first, at: start, urgent: false)
+        let firstPush = try #require(offeredFirst)
+        #expect(firstPush.isFullContent)
+        #expect(firstPush.patch == first.json)
+        let offeredSecond = policy.offer(second, at: start + 1, urgent: false)
+        let push = try #require(offeredSecond)
+        #expect(!push.isFullContent)
+        #expect(push.document == second)
+        let diff = try #require(MergePatch.diff(from: first.json, to: second.json))
+        #expect(push.contentPatch.encoded() == diff.encoded())
+        #expect(push.patch == diff)
+        #expect(MergePatch.apply(push.patch, to: first.json) == second.json)
     }
 }
 
