@@ -109,7 +109,7 @@ extension FlowEngine {
         // One retain. The way of a reading reads the config's fields in place (`config.…`); the
         // copy of the whole config (`source`, each use retaining all of its texts) is for the messages.
         let setup = sources[position].setup
-        var source: SourceConfig { setup.config }
+        var source: SourceConfig { _read { yield setup.config } }
         hear(position, topic: topic, at: now, into: &out)
         guard payload.count <= setup.config.maxPayloadBytes else {
             sources[position].stats.oversized += 1

@@ -114,8 +114,9 @@ public struct FlowEngine: Sendable {
         }
 
         var place: NodePlace { setup.place }
-        var config: NodeConfig { setup.config }
-        var terms: [Term] { setup.terms }
+        // Lent, not returned: a field read through a getter copied the whole config first.
+        var config: NodeConfig { _read { yield setup.config } }
+        var terms: [Term] { _read { yield setup.terms } }
         var level: Int? { setup.level }
         var maxGapSeconds: Double { setup.maxGapSeconds }
         var isBalance: Bool { setup.isBalance }

@@ -26,7 +26,9 @@ extension FlowEngine {
         }
 
         let setup: Setup
-        var config: SourceConfig { setup.config }
+        /// Lent, not returned: a field read through a getter copied the whole config first (a
+        /// reading's way reads several).
+        var config: SourceConfig { _read { yield setup.config } }
         /// The reading: the latest (`combine: latest`), or the sum of the topics' readings that
         /// were fresh at the latest of them (`combine: sum`): what `when_stale: hold` keeps showing.
         var reading: Reading?
