@@ -520,9 +520,42 @@ enum NumberText {
     /// Converts ASCII number text (already checked for its shape by the caller, or checked here by
     /// `strtod`-like rules of `Double(_:)`) to a finite Double; nil when it overflows or isn't a number.
     static func double(ascii text: UnsafeBufferPointer<UInt8>) -> Double? {
+        if let value = shortDecimal(text) { return value }
         // Double(Substring) parses decimal text with correct rounding; it also accepts "nan" and
         // "inf", which callers exclude by the shape they check first.
         guard let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite else { return nil }
         return value
     }
+
+    /// `-?digits(.digits)?` with at most 15 digits in all (what meters publish: `1234`, `-56.7`):
+    /// the digits as an integer, exact in a Double below 2^53, divided by an exact power of ten,
+    /// is the correctly rounded value (Clinger's fast path), without the String and the general
+    /// parse that cost most of a payload's decoding. Nil for anything else: the general parse.
+    static func shortDecimal(_ text: UnsafeBufferPointer<UInt8>) -> Double? {
+        var index = 0
+        let negative = !text.isEmpty && text[0] == UInt8(ascii: "-")
+        if negative { index = 1 }
+        var digits: UInt64 = 0
+        var count = 0
+        var point: Int?
+        while index < text.count {
+            let byte = text[index]
+            if byte == UInt8(ascii: "."), point == nil, count > 0 {
+                point = count
+            } else if byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), count < 15 {
+                digits = digits * 10 + UInt64(byte - UInt8(ascii: "0"))
+                count += 1
+            } else {
+                return nil
+            }
+            index += 1
+        }
+        let fractionDigits = point.map { count - $0 } ?? 0
+        guard count > 0, point == nil || fractionDigits > 0 else { return nil }
+        let magnitude = Double(digits) / powersOfTen[fractionDigits]
+        return negative ? -magnitude : magnitude
+    }
+
+    /// 10^0 … 10^14, each exact in a Double.
+    private static let powersOfTen: [Double] = (0..<15).map { exponent in (0..<exponent).reduce(1.0) { value, _ in value * 10 } }
 }
