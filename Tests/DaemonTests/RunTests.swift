@@ -318,7 +318,10 @@ struct RunTests {
     /// stalls and coalesces, but messages, state saves and signals go on; SIGTERM ends it within
     /// 2 s with the latest reading saved.
     @Test func aStdoutReaderThatStopsReadingBlocksNothing() async throws {
-        let broker = try await MosquittoBroker()
+        // Every one of the readings below must reach the daemon for the pipe to fill and the sink
+        // to coalesce: mosquitto queues at most 1,000 messages a client by default, and drops the
+        // rest while a loaded machine slows the daemon down.
+        let broker = try await MosquittoBroker(extraConfig: ["max_queued_messages 0"])
         let folder = TemporaryFolder()
         let state = folder.url.appendingPathComponent("s.json").path
         let config = try folder.write("config.yaml", Self.config(port: broker.port, state: state))

@@ -48,9 +48,9 @@ struct SignalTests {
     /// 1.5 s), a second signal sent after the same-request window ends it at once, and leaves no
     /// temporary state file. The window left is short on purpose: when a busy machine lets the
     /// daemon finish its stop before the test sends, the attempt proves nothing and is made again,
-    /// at most three times.
+    /// up to ten times (three were all lost once, in a full run on a loaded machine).
     @Test func aSecondSignalAfterASecondExitsAtOnce() async throws {
-        for _ in 1...3 {
+        for _ in 1...10 {
             let broker = try await MosquittoBroker()
             let daemon = try RunTests.Daemon(broker: broker)
             #expect(await daemon.waitFor("connected to"))
@@ -71,7 +71,7 @@ struct SignalTests {
             #expect(TemporaryStateFiles(statePath: daemon.statePath).paths().isEmpty)
             return
         }
-        Issue.record("three stops ended before the second signal could be sent")
+        Issue.record("ten stops ended before the second signal could be sent")
     }
 
     /// The files an exit at once removes: the state's temporary siblings, nothing else.
