@@ -36,16 +36,15 @@ extension FlowEngine {
             }
             // Its place in the document: an input by its index among the inputs drawn.
             let place = node.place.slot == .inputs ? .input(inputs?.count ?? 0) : node.place
-            // Each text straight from the setup: `node.config` is a copy of the node's whole config.
-            var color = node.setup.config.color
+            var color = node.config.color
             if staleMarker, !value.heldFor.isEmpty {
                 color = Self.staleColor
                 held.insert(place)
                 noteSilent(index, heldFor: value.heldFor, inWidget: position, at: now, into: &silent)
             }
             let shown = FlowNode(
-                name: node.setup.config.name, rate: PatchPolicy.quantize(rate, step: policy.rateStep), total: total,
-                level: level, icon: node.setup.config.icon, color: color)
+                name: node.config.name, rate: PatchPolicy.quantize(rate, step: policy.rateStep), total: total,
+                level: level, icon: node.config.icon, color: color)
             switch node.place {
             case .input:
                 // Appended in place: `(inputs ?? []) + [shown]` made two arrays per input, per message.

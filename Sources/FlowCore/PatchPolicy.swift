@@ -117,8 +117,7 @@ public struct PatchPolicy: Sendable {
         let decision = decide(unchanged: unchanged, due: due, at: now, urgent: urgent)
         if case .nothing = decision { return nil }
         let document = WidgetContent.flow(shaped)
-        let patch = if case .whole = decision { ContentPatch(document.json) } else { patch(to: shaped, document: document) }
-        return push(document, flow: shaped, patch: patch, at: now, full: decision == .whole)
+        return push(document, flow: shaped, patch: patch(to: shaped, document: document), at: now, full: decision == .whole)
     }
 
     /// Holds the candidate's rates against the flow delivered and derives its output; then whether
@@ -137,9 +136,9 @@ public struct PatchPolicy: Sendable {
     }
 
     /// The patch from the flow delivered to `flow` (whose document is `document`), its text
-    /// written now, while both flows are at hand unboxed. Documents that differ have a patch that
-    /// is not empty (a valid document holds no NaN, the one value that differs from itself and
-    /// prints like another).
+    /// written now, while both flows are at hand unboxed; the whole document when nothing was
+    /// delivered yet. Documents that differ have a patch that is not empty (a valid document
+    /// holds no NaN, the one value that differs from itself and prints like another).
     private func patch(to flow: FlowContent, document: WidgetContent) -> ContentPatch {
         guard let delivered else { return ContentPatch(document.json) }
         // A progress delivered before (the config's template changed): the documents' JSON diff.
