@@ -84,6 +84,7 @@ extension FlowEngine {
     /// Offers the widget's content to its policy; a push goes out when the policy says so. While a
     /// burst of readings is still settling, an ordinary offer waits for its end.
     mutating func offer(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
+        widgets[position].batchedSince = nil
         if !urgent, widgets[position].policy.isSettling(at: now) { return }
         var held: Set<NodePlace> = []
         let candidate = content(of: position, at: now, held: &held, into: &out)

@@ -246,6 +246,7 @@ extension FlowEngine {
 
     /// Offers progress widget `position` its document; a push goes out when its policy says so.
     mutating func offerGauge(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
+        gauges[position].batchedSince = nil
         if !urgent, gauges[position].policy.isSettling(at: now) { return }
         guard let document = gaugeDocument(of: position, at: now) else { return }
         let name = gauges[position].config.name

@@ -12,7 +12,10 @@ extension FlowEngine {
     /// nothing is integrated from it. (The daemon passes false when MQTT 5 message expiry vouches
     /// for it.) A message dated before the latest event is late: its reading may show, it counts
     /// no energy; one dated far ahead on a later day is ignored until the next events confirm it.
-    public mutating func receive(topic: String, payload: [UInt8], at time: Date, retained: Bool = false) -> [Output] {
+    ///
+    /// `inBatch`: more messages are coming at once (the daemon is reading a backlog; see
+    /// `endBatch()`): the widgets the reading moves are offered when the batch ends, not now.
+    public mutating func receive(topic: String, payload: [UInt8], at time: Date, retained: Bool = false, inBatch: Bool = false) -> [Output] {
         var out: [Output] = []
         let verdict = timeline.classify(time, day: day, jumpSeconds: jumpSeconds)
         guard let now = take(time, verdict, into: &out) else { return out }
@@ -36,7 +39,9 @@ extension FlowEngine {
         let shownAt = kind == .late ? clock ?? now : now
         // The widgets the accepted readings touch, in order.
         for position in widgets.indices where accepted.contains(where: { widgets[position].reads.contains($0) }) {
-            if widgets[position].policy.readingArrived(at: shownAt) {
+            if widgets[position].policy.readingArrived(at: shownAt),
+                !Self.waits(inBatch: inBatch, since: &widgets[position].batchedSince, at: shownAt)
+            {
                 offer(position, at: shownAt, urgent: false, into: &out)
             } else {
                 noteBalance(of: position, at: shownAt)
@@ -44,7 +49,11 @@ extension FlowEngine {
         }
         // The bars after the flows: the totals they read are up to date.
         for position in gauges.indices where accepted.contains(where: gauges[position].reads.contains) {
-            if gauges[position].policy.readingArrived(at: shownAt) { offerGauge(position, at: shownAt, urgent: false, into: &out) }
+            if gauges[position].policy.readingArrived(at: shownAt),
+                !Self.waits(inBatch: inBatch, since: &gauges[position].batchedSince, at: shownAt)
+            {
+                offerGauge(position, at: shownAt, urgent: false, into: &out)
+            }
         }
         sendMovedAccounts(at: shownAt, into: &out)
         return out

@@ -159,6 +159,8 @@ public struct FlowEngine: Sendable {
         var accountsMoved = false
         /// The day's money; nil without a tariff, or without an exchange node to price.
         var money: DayMoney?
+        /// When a reading of a batch first left the widget waiting for the batch's end (`endBatch`).
+        var batchedSince: Date?
     }
 
     /// A progress widget: what it reads, and the rate behind its last push.
@@ -181,6 +183,8 @@ public struct FlowEngine: Sendable {
         /// When the level the last push shows was read: a window stays until a later reading
         /// disagrees with it.
         var shownLevelAt: Date?
+        /// When a reading of a batch first left the bar waiting for the batch's end (`endBatch`).
+        var batchedSince: Date?
     }
 
     public let config: FlowConfig

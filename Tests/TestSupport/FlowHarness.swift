@@ -25,10 +25,16 @@ public struct EngineHarness {
         }
     }
 
-    public mutating func send(_ topic: String, _ payload: String, at seconds: Double) {
+    /// `inBatch`: as the daemon takes a message of a backlog (see `endBatch`).
+    public mutating func send(_ topic: String, _ payload: String, at seconds: Double, inBatch: Bool = false) {
         let now = Date(timeIntervalSince1970: seconds)
         record(engine.tick(through: now))
-        record(engine.receive(topic: topic, payload: Array(payload.utf8), at: now))
+        record(engine.receive(topic: topic, payload: Array(payload.utf8), at: now, inBatch: inBatch))
+    }
+
+    /// The backlog is read: the client said `caughtUp`.
+    public mutating func endBatch() {
+        record(engine.endBatch())
     }
 
     public mutating func run(until seconds: Double) {
