@@ -167,6 +167,9 @@ final class Connection: @unchecked Sendable {
     private var handler: (@Sendable (MQTTEvent) -> Void)?
     /// Cleared when `stop` begins: like a finished buffer, the handler is given nothing more.
     private let handing = Atomic(true)
+    /// Messages given since the last `caughtUp`. The network thread's only (`didReceive` runs in
+    /// its `mosquitto_loop`).
+    private var messagesSinceCaughtUp = 0
 
     private enum Phase { case created, started(pthread_t), stopped }
 
@@ -471,9 +474,14 @@ final class Connection: @unchecked Sendable {
                 var loop = success
                 var loopErrno: Int32 = 0
                 while loop == success && !stopRequested {
-                    loop = mosquitto_loop(handle, loopTimeoutMilliseconds, 1)
+                    // After a message, a look that does not wait: libmosquitto reads one packet
+                    // per loop, so a loop that brings none is the moment the backlog is read.
+                    let given = messagesSinceCaughtUp
+                    loop = mosquitto_loop(handle, given > 0 ? 0 : loopTimeoutMilliseconds, 1)
                     loopErrno = errno
+                    if given > 0, messagesSinceCaughtUp == given { caughtUp() }
                 }
+                caughtUp()
                 // libmosquitto ends some attempts without calling on_disconnect (a failed TLS
                 // handshake): report those here.
                 if loop != success && !stopRequested && !state.withLock({ $0.disconnectCalledBack }) {
@@ -674,6 +682,14 @@ final class Connection: @unchecked Sendable {
             && mosquitto_property_read_int32(properties, messageExpiryIntervalProperty, &expiry, false) != nil
         emit(.message(MQTTMessage(
             topic: topic, payload: payload, retained: m.retain, messageExpirySeconds: hasExpiry ? expiry : nil)))
+        messagesSinceCaughtUp += 1
+    }
+
+    /// `caughtUp`, once after the messages given since the last one.
+    private func caughtUp() {
+        guard messagesSinceCaughtUp > 0 else { return }
+        messagesSinceCaughtUp = 0
+        emit(.caughtUp)
     }
 
     /// To the handler, or into the buffer (which drops it once finished).

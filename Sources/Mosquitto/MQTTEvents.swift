@@ -30,6 +30,11 @@ public enum MQTTEvent: Sendable, Equatable {
     /// reported again until a connect succeeds.
     case disconnected(reason: String)
     case message(MQTTMessage)
+    /// Every message that had come in has been given: after one or more messages, the socket held
+    /// no more when the client looked. A consumer that holds work back while messages keep coming
+    /// (one push for a backlog read in one go, not one per reading) does it now. Never twice in a
+    /// row, and also at a disconnect that cut a run of messages short.
+    case caughtUp
     /// The broker refused to subscribe `filter` (a SUBACK code of 0x80 or more: its ACL, most
     /// often): no message of it will come. Said again after every connect that is refused again.
     case subscriptionRefused(filter: String, reason: String)

@@ -68,18 +68,24 @@ final class Bridge: Sendable {
     var silentSources: [String] { state.withLock { $0.engine.silentSources } }
 
     /// Takes a message (a wall clock that stepped since the last event is told to the engine first,
-    /// so that no message is taken under a step the engine does not know of).
-    func receive(_ message: MQTTMessage, at now: Date, monotonic: ContinuousClock.Instant = .now) {
+    /// so that no message is taken under a step the engine does not know of). `inBatch`: the
+    /// widgets it moves are offered at `endBatch()` (the client's `caughtUp`), not now.
+    func receive(_ message: MQTTMessage, at now: Date, monotonic: ContinuousClock.Instant = .now, inBatch: Bool = false) {
         state.withLock { state in
             noteClock(now, monotonic, &state)
             // Each list dispatched as it comes: joining them made a third array per message.
             dispatch(state.engine.tick(through: now), &state)
             let outputs = state.engine.receive(
                 topic: message.topic, payload: message.payload, at: now,
-                retained: message.retained && message.messageExpirySeconds == nil)
+                retained: message.retained && message.messageExpirySeconds == nil, inBatch: inBatch)
             state.saves.noteChange()
             dispatch(outputs, &state)
         }
+    }
+
+    /// Every message that had come in is taken: the widgets they moved are offered.
+    func endBatch() {
+        state.withLock { state in dispatch(state.engine.endBatch(), &state) }
     }
 
     /// The first subscription is in place: from now on a source that never reports is warned about.

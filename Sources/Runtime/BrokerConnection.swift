@@ -13,7 +13,9 @@ import Synchronization
 /// final message (a dry run publishes neither).
 ///
 /// Events come in order on the client's network thread: the bridge never waits (sinks only
-/// queue), so each message is taken where it arrives, with no hop to another thread.
+/// queue), so each message is taken where it arrives, with no hop to another thread. The widgets
+/// a message moves are offered at the client's `caughtUp`: at once for a lone message, once for a
+/// backlog read in one go (`FlowEngine.endBatch`).
 final class BrokerConnection: Service {
     let name = "mqtt connection"
     let client: MQTTClient
@@ -68,7 +70,10 @@ final class BrokerConnection: Service {
 
     /// The first step of the stop: messages that arrive after it are left alone, so the state
     /// written at the stop is the one the sinks were given.
-    func stopTakingMessages() { taking.store(false, ordering: .relaxed) }
+    func stopTakingMessages() {
+        taking.store(false, ordering: .relaxed)
+        bridge.endBatch()
+    }
 
     private func handle(_ event: MQTTEvent) {
         switch event {
@@ -77,8 +82,11 @@ final class BrokerConnection: Service {
             if let listener = listeners.first(where: { $0.filter.matches(message.topic) }) {
                 listener.sink.receive(topic: message.topic, payload: message.payload, retained: message.retained)
             } else {
-                bridge.receive(message, at: Date())
+                bridge.receive(message, at: Date(), inBatch: true)
             }
+        case .caughtUp:
+            // Also after the stop began: a message taken just before it waits for this.
+            bridge.endBatch()
         case .connected:
             // Subscribing: the broker's SUBACK says later whether it took every topic.
             log.log(.info, "connected to \(address), subscribing to \(client.subscriptions.count) topics")

@@ -63,6 +63,8 @@ package struct TimedListen {
                         }
                     case .publishRefused(let topic, let reason):
                         log.log(.warning, "the broker refused the publish to '\(topic)': \(reason)")
+                    case .caughtUp:
+                        break  // each message is reported as it comes
                     case .oversizedMessage(let topic, let bytes):
                         log.log(.warning, "a message of \(bytes) bytes on '\(topic)' is larger than the largest max_payload: not read")
                     }
