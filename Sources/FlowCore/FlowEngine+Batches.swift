@@ -8,8 +8,10 @@ import FoundationEssentials
 /// those of readings taken one by one); the widgets it moves wait for the batch's end and are
 /// offered once, with the latest state. A document pushed for each reading of a backlog would show
 /// a state already overtaken by readings at hand, and would keep the newest one from the widget
-/// for as long as the older pushes take. A widget waits at most `batchWaitSeconds`: a flood that
-/// never lets the daemon catch up still pushes.
+/// for as long as the older pushes take. A widget waits at most `batchWaitSeconds` (a deadline of
+/// its own, `nextDeadline`): a flood that never lets the daemon catch up still pushes. Batches
+/// are for widgets that push every reading at once (`settle: 0s`); a settling widget's window
+/// already makes one push of a burst.
 extension FlowEngine {
     /// How long a widget waits for the end of a batch, counted from its first reading that waited.
     public static let batchWaitSeconds = 0.1

@@ -12,7 +12,6 @@ extension FlowEngine {
             if let previous = old.policy(ofWidget: name) { widgets[position].policy.adopt(previous) }
             if let previous = old.widgets.first(where: { $0.config.name == name }) {
                 widgets[position].lastKnownBalance = previous.lastKnownBalance
-                widgets[position].batchedSince = previous.batchedSince
             }
         }
         for position in gauges.indices {
@@ -21,7 +20,6 @@ extension FlowEngine {
             if let previous = old.gauges.first(where: { $0.config.name == name }) {
                 gauges[position].shownRateW = previous.shownRateW
                 gauges[position].shownLevelAt = previous.shownLevelAt
-                gauges[position].batchedSince = previous.batchedSince
             }
         }
         subscribedAt = old.subscribedAt

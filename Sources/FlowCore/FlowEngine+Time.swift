@@ -101,11 +101,15 @@ extension FlowEngine {
         }
         // By index, property by property: copies of the widgets' and sources' states would retain
         // and release all of them, per message.
+        // A widget waiting for a batch's end is offered at its wait's limit, whatever other
+        // widgets the flood moves meanwhile.
         for position in widgets.indices {
             if let deadline = widgets[position].policy.deadline { consider(deadline) }
+            if let since = widgets[position].batchedSince { consider(since.addingTimeInterval(Self.batchWaitSeconds)) }
         }
         for position in gauges.indices {
             if let deadline = gauges[position].policy.deadline { consider(deadline) }
+            if let since = gauges[position].batchedSince { consider(since.addingTimeInterval(Self.batchWaitSeconds)) }
         }
         if let day { consider(day.end) }
         if let due = accountsDeadline { consider(due) }

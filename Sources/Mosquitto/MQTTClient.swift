@@ -155,7 +155,7 @@ private let success = MOSQ_ERR_SUCCESS.rawValue
 /// In threaded mode (`mosquitto_threaded_set`) libmosquitto guards publish/subscribe/disconnect with
 /// its own mutexes, so those are called from any thread; connect and the loop run only on our
 /// network thread; set-up and destroy run in `init`/`deinit` when no other thread uses the handle.
-/// All Swift state is behind `Mutex`es.
+/// All Swift state is behind `Mutex`es, but for `messagesSinceCaughtUp`, the network thread's own.
 final class Connection: @unchecked Sendable {
     let handle: OpaquePointer
     let options: MQTTOptions

@@ -121,6 +121,9 @@ final class Bridge: Sendable {
     /// log must say so rather than the day silently restarting.
     func replaceEngine(config: DaemonConfig) throws(StateError) -> [Diagnostic] {
         try state.withLock { state throws(StateError) in
+            // What waits for the batch's end goes out first: the new engine has no clock of its
+            // own until its first event, and its policies take over what this one delivered.
+            dispatch(state.engine.endBatch(), &state)
             var engine = FlowEngine(config: config.flow, zone: state.zone)
             let leftOut = try engine.restore(state.engine.snapshot())
             engine.adoptDeliveries(from: state.engine)

@@ -61,4 +61,26 @@ import Testing
         #expect(said.map(\.message) == test.said)
         #expect(abs((solarKWh() ?? 0) - test.solarKWh) < 1e-9)
     }
+
+    /// A reload within a batch: what waited for the batch's end goes out first, and the new engine
+    /// takes over the widget showing it.
+    @Test func aReloadWithinABatchOffersWhatWaits() throws {
+        let folder = TemporaryFolder()
+        let config = try DaemonConfig.parse("""
+            timezone: UTC
+            sources: {solar: {topic: s}}
+            widgets: {w: {template: flow, flow: {inputs: [{rate: solar}]}, policy: {min_interval: 0s, settle: 0s}}}
+            """, file: "c.yaml")
+        let bridge = try Bridge.inUTC(config, savingIn: folder)
+        let start = try #require(RFC3339.parse("2026-06-01T12:00:00Z"))
+        bridge.receive(MQTTMessage(topic: "s", payload: Array("2000".utf8)), at: start)
+        bridge.receive(MQTTMessage(topic: "s", payload: Array("2500".utf8)), at: start.addingTimeInterval(0.01), inBatch: true)
+        func shownW() -> Double? {
+            guard case .array(let inputs)? = bridge.state.withLock({ $0.engine.deliveredContent["w"]?["flow"]?["inputs"] }) else { return nil }
+            return inputs.first?["rate"]?.numberValue
+        }
+        #expect(shownW() == 2000)
+        _ = try bridge.replaceEngine(config: config)
+        #expect(shownW() == 2500)
+    }
 }

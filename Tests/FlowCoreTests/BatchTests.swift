@@ -51,12 +51,12 @@ import Testing
     /// Milliseconds after `afternoon`.
     static func milliseconds(_ date: Date) -> Double { ((date.timeIntervalSince1970 - afternoon) * 1000).rounded() }
 
-    /// Readings of one batch, seconds after `afternoon`; the times of the pushes within it (the
-    /// batch's end pushes what still waits).
+    /// Readings of one batch, seconds after `afternoon`; the times of the pushes within it, each
+    /// at the limit of a wait (the batch's end pushes what still waits).
     @Test(arguments: [
-        ([0, 0.05, 0.11, 0.15, 0.2, 0.26], [0.11, 0.26]),
+        ([0, 0.05, 0.11, 0.15, 0.2, 0.26], [0.1, 0.21]),
         ([0, 0.05, 0.099], []),
-        ([0, 0.3, 0.35], [0.3]),
+        ([0, 0.3, 0.35], [0.1]),
         ([0], []),
     ])
     func aWidgetWaitsForTheBatchAtMostTheWaitLimit(times: [Double], pushedAt: [Double]) {
@@ -86,19 +86,23 @@ import Testing
         #expect(home.pushes.count == count + 1)
     }
 
-    /// A config reloaded within a batch: the new engine takes over what waits, and the batch's
-    /// end pushes it, as the patch from what the widget shows.
-    @Test func aReloadWithinABatchKeepsWhatWaits() throws {
-        var old = EngineHarness(Self.home)
-        Self.send(Self.morning, to: &old, inBatch: false)
-        old.send("grid", "-500", at: afternoon + 1, inBatch: true)
-        var reloaded = EngineHarness(Self.home)
-        _ = try reloaded.engine.restore(old.engine.snapshot())
-        reloaded.engine.adoptDeliveries(from: old.engine)
-        reloaded.run(until: afternoon + 1)
-        reloaded.endBatch()
-        #expect(reloaded.pushes(of: "power").count == 1)
-        #expect(reloaded.pushes(of: "power").first?.push.isFullContent == false)
-        #expect(reloaded.lastPatch?["flow"]?["exchange"]?["rate"] == -500)
+    /// A widget waits no longer than the limit while a flood moves only another one: its wait is
+    /// a deadline of its own, not only checked at its next reading.
+    @Test func aWidgetLeftWaitingByAFloodOfAnotherGoesOutAtTheLimit() {
+        let config = FlowConfig(
+            sources: [source("a", "a"), source("b", "b")],
+            widgets: [
+                FlowWidgetConfig(name: "flooded", exchange: node("a"), policy: eager),
+                FlowWidgetConfig(name: "quiet", exchange: node("b"), policy: eager),
+            ])
+        var home = EngineHarness(config)
+        home.send("b", "300", at: afternoon, inBatch: true)
+        for step in 1...50 { home.send("a", "\(1000 + step)", at: afternoon + 0.01 * Double(step), inBatch: true) }
+        let quiet = home.pushes(of: "quiet")
+        #expect(quiet.count == 1, "\(quiet.map { Self.milliseconds($0.at) })")
+        #expect(quiet.first.map { Self.milliseconds($0.at) } == 100)
+        #expect(quiet.first?.push.document.json["flow"]?["exchange"]?["rate"] == 300)
+        // The flooded widget goes out at its own limits meanwhile, about every 0.1 s.
+        #expect((4...6).contains(home.pushes(of: "flooded").count), "\(home.pushes(of: "flooded").map { Self.milliseconds($0.at) })")
     }
 }
