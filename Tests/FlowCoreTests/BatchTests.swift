@@ -89,13 +89,7 @@ import Testing
     /// A widget waits no longer than the limit while a flood moves only another one: its wait is
     /// a deadline of its own, not only checked at its next reading.
     @Test func aWidgetLeftWaitingByAFloodOfAnotherGoesOutAtTheLimit() {
-        let config = FlowConfig(
-            sources: [source("a", "a"), source("b", "b")],
-            widgets: [
-                FlowWidgetConfig(name: "flooded", exchange: node("a"), policy: eager),
-                FlowWidgetConfig(name: "quiet", exchange: node("b"), policy: eager),
-            ])
-        var home = EngineHarness(config)
+        var home = EngineHarness(twoMeterConfig("flooded", "quiet"))
         home.send("b", "300", at: afternoon, inBatch: true)
         for step in 1...50 { home.send("a", "\(1000 + step)", at: afternoon + 0.01 * Double(step), inBatch: true) }
         let quiet = home.pushes(of: "quiet")

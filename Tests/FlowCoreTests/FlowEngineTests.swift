@@ -21,6 +21,16 @@ func homeConfig(policy: PatchPolicyConfig = eager, staleAfter: Double? = nil, gr
         ])
 }
 
+/// Two widgets, each the exchange of its own meter (topics `a` and `b`), every change pushed at once.
+func twoMeterConfig(_ first: String, _ second: String) -> FlowConfig {
+    FlowConfig(
+        sources: [source("a", "a"), source("b", "b")],
+        widgets: [
+            FlowWidgetConfig(name: first, exchange: node("a"), policy: eager),
+            FlowWidgetConfig(name: second, exchange: node("b"), policy: eager),
+        ])
+}
+
 @Suite struct FlowEngineTests {
     @Test func specExampleBalance() {
         var home = EngineHarness(homeConfig())
@@ -345,13 +355,7 @@ func homeConfig(policy: PatchPolicyConfig = eager, staleAfter: Double? = nil, gr
     }
 
     @Test func aWidgetWithNothingToShowStaysQuiet() {
-        let config = FlowConfig(
-            sources: [source("a", "a"), source("b", "b")],
-            widgets: [
-                FlowWidgetConfig(name: "one", exchange: node("a"), policy: eager),
-                FlowWidgetConfig(name: "two", exchange: node("b"), policy: eager),
-            ])
-        var engine = EngineHarness(config)
+        var engine = EngineHarness(twoMeterConfig("one", "two"))
         engine.send("a", "5", at: 0)
         for minute in 1...1700 { engine.run(until: Double(minute) * 60) }  // past midnight, as the daemon ticks
         #expect(engine.diagnostics.filter { $0.level >= .warning }.isEmpty, "\(engine.diagnostics)")
