@@ -36,6 +36,13 @@ public struct FlowEngine: Sendable {
         public var accountsKWh: [String: [EnergyAccount: Double]]
         /// Each priced flow widget's money of the whole day (one day's standing charge).
         public var money: [String: MoneyReport] = [:]
+        /// Each flow widget's accounts by node (keyed by the node's place, `inputs[0]`): the
+        /// day book's day rows.
+        public var nodeAccountsKWh: [String: [String: [EnergyAccount: Double]]] = [:]
+        /// The day's length in hours (23 and 25 on the days the clocks change).
+        public var hours: Double = 24
+        /// Each flow widget's battery level over the day, lowest and highest (%), where it has one.
+        public var levelRangePercent: [String: ClosedRange<Double>] = [:]
     }
 
     /// A source's latest reading, in flowbridge's units with the widget's sign.
