@@ -30,6 +30,8 @@ SOAK_PACKAGES := python3
 BENCH_MESSAGES ?= 150000
 BENCH_ROUNDS ?= 3
 BENCH_IDLE_SECONDS ?= 60
+# The paced runs of `make bench` (bench/paced.sh): RATE:COUNT, COUNT readings at RATE a second.
+BENCH_PACES ?= 100:6000 10:1200
 # Where `make screenshot` writes its pictures and screenshots.
 SCREENSHOTS ?= .build/screenshots
 # The debug build, as the recipes find it.
@@ -83,12 +85,14 @@ image-check: release
 ## a paho-mqtt bridge, and with a widget API sink pushing to the widget stand-in over HTTP and
 ## HTTPS; interleaved rounds, medians of CPU per message, lag and memory (RSS, PSS, USS), ratios,
 ## where the push's memory goes by mapping, the CPU of a minute of silence, and whether each
-## target is met (bench/NOTES.md).
+## target is met (bench/NOTES.md); then the same readings at a home's pace, one at a time
+## (bench/paced.sh, BENCH_PACES): CPU and wake-ups per reading against the floor's, on one broker.
 bench: release
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(BENCH_PACKAGES)"
 	$(SWIFT) build --product WidgetStandIn
 	bench/run.sh .build/release/flowbridge $(BENCH_MESSAGES) $(BENCH_ROUNDS) $(BENCH_IDLE_SECONDS) \
 	  "$$($(SWIFT) build --show-bin-path)/WidgetStandIn"
+	bench/paced.sh .build/release/flowbridge $(BENCH_ROUNDS) $(BENCH_PACES)
 
 ## screenshot: the bundled day (Tests/Fixtures/home-day.*) through `replay --svg` and `render`, and
 ## the demo's widget over a simulated day (`simulate --trace`, then `replay --svg` on Config/demo.yaml),

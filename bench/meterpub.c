@@ -5,10 +5,14 @@
  * on PREFIX/grid, and waits until the broker has acknowledged every message. With WATCH (a file the
  * consumer writes its output to), it then waits until the sentinel appears there.
  *
+ * With -r RATE, the readings go out one at a time, RATE a second on a fixed schedule (each at its
+ * own deadline, so a late one does not shift the rest), as a home's meters send them: each reaches
+ * a consumer alone, never in a backlog.
+ *
  * Prints one line: "publish <seconds> lag <milliseconds>", the lag measured from the last
  * acknowledgement to the sentinel showing up in WATCH (-1 without WATCH).
  *
- * usage: meterpub PORT N PREFIX [WATCH]
+ * usage: meterpub [-r RATE] PORT N PREFIX [WATCH]
  */
 #include <mosquitto.h>
 #include <math.h>
@@ -16,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static volatile long acknowledged = 0;
 
@@ -28,6 +33,12 @@ static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Sleeps until `deadline` on the monotonic clock. */
+static void pause_until(double deadline) {
+    struct timespec t = {(time_t)deadline, (long)((deadline - (time_t)deadline) * 1e9)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) != 0) {}
 }
 
 static void pause_ms(long ms) {
@@ -59,7 +70,13 @@ static int sentinel_seen(const char *path, long *offset, char *tail) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4) { fprintf(stderr, "usage: meterpub PORT N PREFIX [WATCH]\n"); return 64; }
+    double rate = 0;
+    for (int option; (option = getopt(argc, argv, "r:")) != -1;) {
+        if (option != 'r' || (rate = atof(optarg)) <= 0) { fprintf(stderr, "usage: meterpub [-r RATE] PORT N PREFIX [WATCH]\n"); return 64; }
+    }
+    argc -= optind - 1;
+    argv += optind - 1;
+    if (argc < 4) { fprintf(stderr, "usage: meterpub [-r RATE] PORT N PREFIX [WATCH]\n"); return 64; }
     int port = atoi(argv[1]);
     long n = atol(argv[2]);
     const char *prefix = argv[3], *watch = argc > 4 ? argv[4] : NULL;
@@ -73,6 +90,7 @@ int main(int argc, char **argv) {
     char topic[256], payload[64];
     double start = now();
     for (long i = 0; i <= n; i++) {
+        if (rate > 0) pause_until(start + i / rate);
         int length;
         if (i == n) {
             snprintf(topic, sizeof topic, "%s/grid", prefix);
