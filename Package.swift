@@ -36,7 +36,9 @@ let package = Package(
         // One type per command, each with its own options.
         .target(name: "Commands", dependencies: ["FlowCore", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery"]),
         .executableTarget(name: "flowbridge", dependencies: ["Commands", "Platform"]),
-        .target(name: "TestSupport", dependencies: ["FlowCore"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["FlowCore", "Mosquitto"], path: "Tests/TestSupport"),
+        // Replays in-process, for the tests of every module that reads a replay's documents.
+        .target(name: "ReplaySupport", dependencies: ["Commands", "Configuration", "FlowCore", "Platform"], path: "Tests/ReplaySupport"),
         // The widget service as tests meet it: a real HTTP(S) server that can be told to fail.
         .systemLibrary(name: "COpenSSL", path: "Tests/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .executableTarget(name: "WidgetStandIn", dependencies: ["FlowCore", "COpenSSL"], path: "Tests/WidgetStandIn"),
@@ -48,7 +50,13 @@ let package = Package(
         .executableTarget(name: "ConfigFuzzer", dependencies: ["FuzzChecks"], path: "Fuzz/ConfigFuzzer"),
         .executableTarget(name: "MergePatchFuzzer", dependencies: ["FuzzChecks"], path: "Fuzz/MergePatchFuzzer"),
         .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Platform", "Persistence", "Configuration", "Runtime", "Commands", "Mosquitto", "Delivery", "Discovery", "FlowCore", "Rendering", "Simulator", "TestSupport"]),
+        .testTarget(name: "PlatformTests", dependencies: ["Platform", "FlowCore", "ReplaySupport", "TestSupport"]),
+        .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "Platform", "Configuration", "Runtime", "Commands", "FlowCore", "ReplaySupport", "TestSupport"]),
+        .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "Platform", "Persistence", "Runtime", "Commands", "Delivery", "FlowCore", "ReplaySupport", "TestSupport"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "Platform", "Persistence", "Configuration", "Commands", "Mosquitto", "Delivery", "FlowCore", "ReplaySupport", "TestSupport"]),
+        .testTarget(name: "CommandsTests", dependencies: ["Commands", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Discovery", "FlowCore", "Rendering", "Simulator", "ReplaySupport", "TestSupport"]),
+        // What `deploy/` ships: the Home Assistant add-on and the container image.
+        .testTarget(name: "DeploymentTests", dependencies: ["Commands", "Platform", "Persistence", "Configuration", "Runtime", "FlowCore", "Rendering", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "Mosquitto", "TestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "FlowCore", "TestSupport"]),

@@ -1,7 +1,7 @@
 import FlowCore
 import Testing
 
-/// The decoders beyond plain text and JSON, one behaviour each; the replay tables in DaemonTests
+/// The decoders beyond plain text and JSON, one behaviour each; the replay tables in CommandsTests
 /// show them through the whole engine.
 @Suite struct PayloadFormatTests {
     static func kind(_ decoded: DecodedPayload) -> PayloadError.Kind? {
