@@ -1,4 +1,5 @@
 import FlowCore
+import Platform
 
 extension ConfigLoader {
     /// `tariff:`: the currency, the import and export price (each a number, a price source or
@@ -181,5 +182,29 @@ extension ConfigLoader {
         }
         text.report("'\(text.value)' is not a local time of day (write it quoted, \"07:00\"\(allowMidnightAfter ? "; \"24:00\" is midnight at the end" : ""))")
         return nil
+    }
+}
+
+extension TariffConfig {
+    /// A tariff on its own (`history --tariff OTHER.yaml`): a file with a `tariff:` section as a
+    /// config has it, and nothing else. A price source cannot be named there (no sources).
+    public static func load(path: String) throws(ConfigError) -> TariffConfig {
+        let bytes: [UInt8]
+        do { bytes = try FileIO.read(path, limit: DaemonConfig.sizeLimit) } catch {
+            throw ConfigError(file: path, problems: [ConfigProblem(path: "", line: nil, message: "cannot read: \(error.reason)")])
+        }
+        let root: YAMLNode
+        do { root = try YAMLDocument.parse(bytes: bytes) } catch {
+            throw ConfigError(file: path, problems: [ConfigProblem(path: "", line: error.mark?.line, message: error.message)])
+        }
+        let reader = ConfigReader()
+        let loader = ConfigLoader(reader: reader, context: nil, file: path)
+        var tariff: TariffConfig?
+        if var top = ConfigNode(root, path: "", reader: reader).mapping() {
+            tariff = top.required("tariff").flatMap { loader.loadTariff($0, sources: [], flow: FlowConfig(sources: [], widgets: [])) }
+            top.finish()
+        }
+        guard reader.problems.isEmpty, let tariff else { throw ConfigError(file: path, problems: reader.problems) }
+        return tariff
     }
 }
