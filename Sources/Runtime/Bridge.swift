@@ -28,6 +28,8 @@ final class Bridge: Sendable {
         /// The wall clock and the monotonic clock at the last event: a wall clock that moved
         /// differently from the monotonic one since then was stepped (NTP, a person).
         var lastEvent: (wall: Date, monotonic: ContinuousClock.Instant)?
+        /// The lines about sources that go quiet and come back.
+        var silences = SilenceLog()
     }
 
     /// A difference between the wall clock's and the monotonic clock's progress beyond this is a step.
@@ -177,6 +179,10 @@ final class Bridge: Sendable {
             case .accounts(let widget, let at, let accounts, let money):
                 let item = WidgetAccounts(widget: widget, at: at, accountsKWh: accounts, money: money)
                 for sink in sinks { sink.take(accounts: item) }
+            case .sourceSilent, .sourceBack:
+                if let line = state.silences.line(for: output, zone: state.zone) { log.log(line) }
+            case .closedDay, .closedSlot, .refused:
+                break  // the log has the day's lines and each refusal's, rate-limited
             }
         }
     }
