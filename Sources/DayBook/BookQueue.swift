@@ -41,6 +41,16 @@ public struct BookQueue: Sendable, Equatable {
         }
     }
 
+    /// Takes what of the engine's outputs is for the book: a closed slot, a closed day's rows
+    /// (`zone`: the day's bounds). The daemon and `replay --book` both fill the book through this.
+    public mutating func take(_ output: FlowEngine.Output, zone: any LocalTimeZone) {
+        switch output {
+        case .closedSlot(let slot): add(slot)
+        case .closedDay(let day): BookDay.rows(of: day, zone: zone).forEach { add($0) }
+        default: break
+        }
+    }
+
     /// Lets go of the first `slotCount` slots and `dayCount` days: the ones a writer took and
     /// wrote (what was added meanwhile stays).
     public mutating func written(slotCount: Int, dayCount: Int) {

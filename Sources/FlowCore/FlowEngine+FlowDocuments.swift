@@ -67,7 +67,7 @@ extension FlowEngine {
         case .netCost:
             return moneyReport(of: position, at: now).map { "Net today \(currency.text($0.netCost))" }
         case .priceNow:
-            return importPrices?.price(at: now, zone: zone).map { "Now \(currency.priceText($0))" } ?? "No price now"
+            return pricing.importPrices?.price(at: now, zone: zone).map { "Now \(currency.priceText($0))" } ?? "No price now"
         }
     }
 

@@ -195,7 +195,7 @@ extension FlowEngine {
         let policy = gauge.config.policy
         let currency = money.currency
         var rows = [StatRow(label: "Import", value: currency.text(money.importCost))]
-        if exportPrices != nil { rows.append(StatRow(label: "Export", value: currency.text(-money.exportEarnings))) }
+        if pricing.exportPrices != nil { rows.append(StatRow(label: "Export", value: currency.text(-money.exportEarnings))) }
         if let saved = savedRow(money) { rows.append(saved) }
         rows.append(StatRow(label: "Net", value: "\(currency.text(money.netCost)) of \(currency.text(budget))"))
         if money.unpricedTotalKWh >= MoneyReport.unpricedShownKWh { rows.append(energyRow("Unpriced", money.unpricedTotalKWh, policy)) }

@@ -124,6 +124,8 @@ extension FlowEngine {
         guard payload.count <= setup.config.maxPayloadBytes else {
             sources[position].stats.oversized += 1
             let count = sources[position].stats.oversized
+            out.append(.refused(Refusal(
+                source: source.name, topic: topic, at: now, reason: .oversized(bytes: payload.count, maxBytes: source.maxPayloadBytes))))
             note(.warning, key: "oversize:\(source.name)", at: now, into: &out) {
                 "source '\(source.name)' (topic \(topic)): a payload of \(payload.count) bytes is beyond its max_payload (\(source.maxPayloadBytes) bytes); not read (\(count) so far)"
             }
@@ -132,6 +134,7 @@ extension FlowEngine {
         let decoded = setup.config.decoder.decode(payload)
         if setup.config.decoder.path != nil { watchField(position, missing: decoded == .noField, at: now, into: &out) }
         let problem: String
+        let reason: Refusal.Reason
         switch decoded {
         case .noReading:
             sources[position].stats.noReading += 1
@@ -141,6 +144,7 @@ extension FlowEngine {
             return false
         case .invalid(let why):
             problem = why.description
+            reason = .undecodable(why)
         case .value(let raw):
             let value = setup.config.convert(raw)
             switch setup.config.unit.quantity {
@@ -156,14 +160,19 @@ extension FlowEngine {
                 if setup.config.combine == .sum, sources[position].topics[topic] == nil,
                     sources[position].topics.count >= SourceState.maxTopics
                 {
+                    out.append(.refused(Refusal(source: source.name, topic: topic, at: now, reason: .tooManyTopics(max: SourceState.maxTopics))))
                     note(.warning, key: "topics:\(source.name)", at: now, into: &out) {
                         "source '\(source.name)' (topic \(source.topic)): \(topic) is left out of the sum, which reads at most \(SourceState.maxTopics) topics; narrow the topic filter"
                     }
                     return false
                 }
-                return sources[position].take(value, topic: topic, at: now, kind: kind)
+                let taken = sources[position].take(value, topic: topic, at: now, kind: kind)
+                if taken, sources[position].silentSince != nil { reportBack(position, at: now, into: &out) }
+                return taken
             }
+            reason = .implausible(problem)
         }
+        out.append(.refused(Refusal(source: source.name, topic: topic, at: now, reason: reason)))
         sources[position].stats.rejected += 1
         let count = sources[position].stats.rejected
         note(.warning, key: "reject:\(source.name)", at: now, into: &out) {
@@ -197,6 +206,7 @@ extension FlowEngine {
             }
         }
         widgets[position].accountsMoved = true
+        noteLevel(of: source, inWidget: position)
         guard let reading = sources[source].reading else { return }
         let maxPowerW = sources[source].config.maxPowerW
         for node in widgets[position].nodes.indices {
@@ -257,6 +267,34 @@ extension FlowEngine {
                 "source '\(source.name)' (topic \(source.topic)): no message at all in the \(durationText(seconds: waited)) since the subscription at \(zone.clockText(at: subscribedAt, today: now)); is the topic right (a typo?) and is the meter on?"
             )))
         }
+    }
+
+    /// When source `position` goes quiet, if it has been sending values and is not quiet yet: its
+    /// `stale_after` past its last value, counted from the subscription at the earliest (a restart
+    /// is no silence of the meter's).
+    func silenceDue(of position: Int) -> Date? {
+        guard sources[position].silentSince == nil, sources[position].heard, let staleAfter = sources[position].config.staleAfterSeconds,
+            let heardAt = sources[position].lastValueAt
+        else { return nil }
+        return max(heardAt, subscribedAt ?? heardAt).addingTimeInterval(staleAfter)
+    }
+
+    /// Every source that had been sending values and whose `stale_after` passed without one.
+    mutating func reportQuietSources(at now: Date, into out: inout [Output]) {
+        for position in sources.indices {
+            guard let due = silenceDue(of: position), now >= due, let heardAt = sources[position].lastValueAt else { continue }
+            sources[position].silentSince = heardAt
+            let source = sources[position].config
+            out.append(.sourceSilent(SourceSilence(source: source.name, topic: source.topic.description, lastValueAt: heardAt, at: now)))
+        }
+    }
+
+    /// A quiet source sent a value again.
+    mutating func reportBack(_ position: Int, at now: Date, into out: inout [Output]) {
+        let since = sources[position].silentSince ?? now
+        sources[position].silentSince = nil
+        let source = sources[position].config
+        out.append(.sourceBack(SourceSilence(source: source.name, topic: source.topic.description, lastValueAt: since, at: now)))
     }
 
     /// Counts a message of a source with a `json:` field; says, now and then, how many lacked it.

@@ -48,14 +48,83 @@ extension FlowEngine {
             for widget in widgets { if let day = widget.money { money[widget.config.name] = day.json(currency: tariff.currency) } }
             state["money"] = .object(money)
             var prices: [String: JSONValue] = [:]
-            for (account, timeline) in [(EnergyAccount.imported, importPrices), (.exported, exportPrices)] {
+            for (account, timeline) in [(EnergyAccount.imported, pricing.importPrices), (.exported, pricing.exportPrices)] {
                 if let timeline, let json = timeline.json { prices[account.rawValue] = json }
             }
             if !prices.isEmpty { state["prices"] = .object(prices) }
             // The day's line about unpriced energy is said once a day, restarts included.
-            if !unpricedSaid.isEmpty { state["unpriced_said"] = .array(unpricedSaid.sorted().map { .string($0.rawValue) }) }
+            if !pricing.unpricedSaid.isEmpty { state["unpriced_said"] = .array(pricing.unpricedSaid.sorted().map { .string($0.rawValue) }) }
         }
+        if let slot = slotSnapshot() { state["slot"] = slot }
+        var levels: [String: JSONValue] = [:]
+        for widget in widgets {
+            if let range = widget.levelRange { levels[widget.config.name] = [.number(range.lowerBound), .number(range.upperBound)] }
+        }
+        if !levels.isEmpty { state["level_range"] = .object(levels) }
         return .object(state)
+    }
+
+    /// The open slot: its start, the standing charge accrued then, and what each widget's accounts
+    /// and money held then (keyed like `accounts`), so a restart neither loses the slot's energy so
+    /// far nor counts it twice.
+    func slotSnapshot() -> JSONValue? {
+        guard let openSlot else { return nil }
+        var bases: [String: JSONValue] = [:]
+        for widget in widgets {
+            var accounts: [String: JSONValue] = [:]
+            var index = 0
+            for node in widget.nodes {
+                for kind in node.setup.accountKinds {
+                    if index < widget.slotBase.accountsKWh.count {
+                        accounts["\(node.place)/\(kind)"] = .number(widget.slotBase.accountsKWh[index])
+                    }
+                    index += 1
+                }
+            }
+            var base: [String: JSONValue] = ["accounts": .object(accounts)]
+            if let money = widget.slotBase.money, let tariff = config.tariff { base["money"] = money.json(currency: tariff.currency) }
+            bases[widget.config.name] = .object(base)
+        }
+        return .object([
+            "start": .number(openSlot.start.timeIntervalSince1970), "standing_charge": .number(widgets.first?.slotBase.standingCharge ?? 0),
+            "widgets": .object(bases),
+        ])
+    }
+
+    /// Takes back the saved open slot and the day's battery ranges, once the day, the accounts and
+    /// the money are restored. A slot outside the restored day, or a base above what its account
+    /// holds now, is no slot of this day: the slot then opens at the next event with what the
+    /// accounts hold, as after a state saved without one.
+    mutating func restoreSlot(from state: JSONValue, times: ClosedRange<Double>, maxDayKWh: Double) {
+        for position in widgets.indices {
+            guard let saved = state["level_range"]?[widgets[position].config.name]?.arrayValue, saved.count == 2,
+                let low = saved[0].numberValue, let high = saved[1].numberValue, 0 <= low, low <= high, high <= 100
+            else { continue }
+            widgets[position].levelRange = low...high
+        }
+        guard let day, let slot = state["slot"], let start = slot["start"]?.numberValue, times.contains(start),
+            day.start.timeIntervalSince1970 <= start, start < day.end.timeIntervalSince1970
+        else { return }
+        let standingPerDay = config.tariff?.standingChargePerDay ?? 0
+        let standing = slot["standing_charge"]?.numberValue.flatMap { (0...max(standingPerDay, 0)).contains($0) ? $0 : nil } ?? 0
+        let maxAmount = maxDayKWh * TariffConfig.largestPricePerKWh
+        for position in widgets.indices {
+            let saved = slot["widgets"]?[widgets[position].config.name]
+            var base = SlotBase(accountsKWh: [], money: widgets[position].money, standingCharge: standing)
+            for node in widgets[position].nodes {
+                for (kind, total) in zip(node.setup.accountKinds, node.accounts) {
+                    let value = saved?["accounts"]?["\(node.place)/\(kind)"]?.numberValue
+                    base.accountsKWh.append(value.flatMap { 0 <= $0 && $0 <= total.energyKWh ? $0 : nil } ?? total.energyKWh)
+                }
+            }
+            if let tariff = config.tariff, let money = saved?["money"],
+                case .restored(let restored) = DayMoney.restored(from: money, currency: tariff.currency, maxAmount: maxAmount, maxDayKWh: maxDayKWh)
+            {
+                base.money = restored
+            }
+            widgets[position].slotBase = base
+        }
+        openSlot = OpenSlot(start: Date(timeIntervalSince1970: start))
     }
 
     /// How far apart the start of one date can be in two zones: UTC−12 to UTC+14.
@@ -187,13 +256,14 @@ extension FlowEngine {
             }
             restoredUnpricedSaid = Set((state["unpriced_said"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(EnergyAccount.init(rawValue:)) })
             let savedPrices = state["prices"]
-            importPrices = importPrices.map { $0.restored(from: savedPrices?[EnergyAccount.imported.rawValue], times: times, skip: skip) }
-            exportPrices = exportPrices.map { $0.restored(from: savedPrices?[EnergyAccount.exported.rawValue], times: times, skip: skip) }
+            pricing.importPrices = pricing.importPrices.map { $0.restored(from: savedPrices?[EnergyAccount.imported.rawValue], times: times, skip: skip) }
+            pricing.exportPrices = pricing.exportPrices.map { $0.restored(from: savedPrices?[EnergyAccount.exported.rawValue], times: times, skip: skip) }
         }
         sources = restoredSources
         widgets = restoredWidgets
         day = restoredDay
-        unpricedSaid = restoredUnpricedSaid
+        pricing.unpricedSaid = restoredUnpricedSaid
+        restoreSlot(from: state, times: times, maxDayKWh: maxDayKWh)
         return skipped
     }
 

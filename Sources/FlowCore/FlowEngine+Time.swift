@@ -11,6 +11,7 @@ extension FlowEngine {
         guard let now = take(time, verdict, into: &out), verdict != .late else { return out }
         interruptUnknownBalances(at: now)
         reportSilentSources(at: now, into: &out)
+        reportQuietSources(at: now, into: &out)
         offerAll(at: now, urgent: false, into: &out)
         sendMovedAccounts(at: now, into: &out)
         return out
@@ -72,8 +73,7 @@ extension FlowEngine {
             }
         }
         subscribedAt = subscribedAt?.addingTimeInterval(seconds)
-        importPrices?.shift(by: seconds)
-        exportPrices?.shift(by: seconds)
+        pricing.shift(by: seconds)
         let stepText = "the system clock stepped \(seconds > 0 ? "ahead" : "back") by \(durationText(seconds: seconds)) (now \(zone.clockText(at: now, withSeconds: true)) \(zone.identifier))"
         if let day, timeline.isExcursion(now, day: day, jumpSeconds: jumpSeconds) {
             timeline.take(now, .late)
@@ -112,11 +112,13 @@ extension FlowEngine {
             if let since = gauges[position].batchedSince { consider(since.addingTimeInterval(Self.batchWaitSeconds)) }
         }
         if let day { consider(day.end) }
+        if let openSlot { consider(openSlot.end) }
         if let due = accountsDeadline { consider(due) }
         for position in sources.indices {
             if let subscribedAt, !sources[position].heard, !sources[position].reportedSilent {
                 consider(subscribedAt.addingTimeInterval(sources[position].config.silenceGraceSeconds))
             }
+            if let due = silenceDue(of: position) { consider(due) }
             guard let staleAfter = sources[position].config.staleAfterSeconds, let reading = sources[position].reading else { continue }
             consider(reading.at.addingTimeInterval(staleAfter))
             // A retained copy is stale at once but marked only once a live update is overdue.
@@ -177,10 +179,15 @@ extension FlowEngine {
 
     // MARK: - The day
 
-    /// Closes every local day that ended before `now`; the widgets get their reset totals at once.
+    /// Closes every slot and every local day that ended before `now`; the widgets get their reset
+    /// totals at once.
     mutating func advanceDay(to now: Date, into out: inout [Output]) {
         guard var current = day else {
-            day = zone.day(containing: now)
+            let today = zone.day(containing: now)
+            day = today
+            // A fresh day's first slot carries the standing charge since midnight: the slots of a
+            // day add up to the day.
+            beginSlot(at: max(today.start, ClosedSlot.start(of: now)), standingCharge: 0)
             return
         }
         if now < current.start {
@@ -194,11 +201,18 @@ extension FlowEngine {
             day = corrected
             return
         }
+        if openSlot == nil {
+            // A restored day saved without its slot: what it counted so far is in no slot.
+            let start = max(current.start, ClosedSlot.start(of: min(now, current.end.addingTimeInterval(-1))))
+            beginSlot(at: start, standingCharge: standingCharge(at: start, in: current))
+        }
+        closeSlots(endingBy: now, in: current, into: &out)
         guard now >= current.end else { return }
         var closedDays = 0
         while now >= current.end {
             let closed = closeDay(current, into: &out)
             lastClosedDay = closed
+            out.append(.closedDay(closed))
             if closedDays == 0 {
                 let summary = closed.totalsKWh.keys.sorted().map { "\($0) \(JSONValue.format(PatchPolicy.quantize(closed.totalsKWh[$0]!, step: 0.001))) kWh" }
                 out.append(.diagnostic(Diagnostic(.info, "day \(current.date) (\(zone.identifier)) closed: \(summary.isEmpty ? "no totals" : summary.joined(separator: ", "))")))
@@ -207,6 +221,8 @@ extension FlowEngine {
             closedDays += 1
             // After a long downtime, jump to today instead of closing empty days one by one.
             current = closedDays > 3 ? zone.day(containing: now) : zone.day(after: current)
+            beginSlot(at: current.start, standingCharge: 0)
+            closeSlots(endingBy: now, in: current, into: &out)
         }
         day = current
         offerAll(at: now, urgent: true, into: &out)

@@ -26,6 +26,17 @@ public struct FlowEngine: Sendable {
         /// day's money: with each push of the widget, and at most `accountsIntervalSeconds` apart
         /// while one moves.
         case accounts(widget: String, at: Date, NodeAccounts, money: MoneyReport?)
+        /// A local day closed: every widget's totals, accounts and money of it (the day book's
+        /// day rows). One per day, also for the days a long silence skips.
+        indirect case closedDay(ClosedDay)
+        /// A flow widget's 15-minute slot closed (the day book's slot rows).
+        indirect case closedSlot(ClosedSlot)
+        /// A payload a source did not read, and why.
+        indirect case refused(Refusal)
+        /// A source that had been sending values sent none for its `stale_after`.
+        indirect case sourceSilent(SourceSilence)
+        /// A source that had gone silent sent a value again.
+        indirect case sourceBack(SourceSilence)
     }
 
     /// Totals of a finished local day, by `widget/node`.
@@ -168,6 +179,11 @@ public struct FlowEngine: Sendable {
         var money: DayMoney?
         /// When a reading of a batch first left the widget waiting for the batch's end (`endBatch`).
         var batchedSince: Date?
+        /// What the accounts and money held when the open slot began.
+        var slotBase = SlotBase()
+        /// The storage node's level source, and the lowest and highest level it read today (%).
+        let levelSource: Int?
+        var levelRange: ClosedRange<Double>?
     }
 
     /// A progress widget: what it reads, and the rate behind its last push.
@@ -210,6 +226,8 @@ public struct FlowEngine: Sendable {
     /// The local day the totals count; nil until the first event.
     public internal(set) var day: LocalDay?
     public internal(set) var lastClosedDay: ClosedDay?
+    /// The 15-minute slot the accounts count in; nil until the first event.
+    var openSlot: OpenSlot?
     /// Which event times are believed (late ones, and ones far ahead, wait for confirmation).
     var timeline = EventTimeline()
     /// When the daemon's first subscription was in place: a source's silence counts from here.
@@ -218,14 +236,8 @@ public struct FlowEngine: Sendable {
     /// of the sources, a silence no total integrates across. A shorter one is an ordinary midnight.
     let jumpSeconds: Double
 
-    /// The import and export price over time (nil without a tariff, or without an export price),
-    /// and the sources that set them (by position).
-    var importPrices: PriceTimeline?
-    var exportPrices: PriceTimeline?
-    let importPriceSource: Int?
-    let exportPriceSource: Int?
-    /// Which timelines' unpriced energy the log heard of today: once a day each.
-    var unpricedSaid: Set<EnergyAccount> = []
+    /// The day's prices, and what the log said of energy without one.
+    var pricing: DayPricing
 
     /// The time of the latest event taken: deadlines are what comes after it.
     public var clock: Date? { timeline.latest }
@@ -287,7 +299,7 @@ public struct FlowEngine: Sendable {
             let reads = rateSources.union(nodes.compactMap(\.level)).union(nodes.flatMap { $0.setup.counters.compactMap { $0 } })
             return WidgetState(
                 config: widget, nodes: nodes, policy: PatchPolicy(config: widget.policy), integrateOn: integrateOn,
-                reads: reads, balanceNode: balance)
+                reads: reads, balanceNode: balance, levelSource: nodes.first { $0.place == .storage }?.level)
         }
         self.widgets = widgets
         gauges = config.progressWidgets.map { progress in
@@ -316,14 +328,7 @@ public struct FlowEngine: Sendable {
                 policy: PatchPolicy(config: progress.policy))
         }
         clampWatches = Array(repeating: ClampWatch(), count: widgets.count)
-        let tariff = config.tariff
-        func timeline(_ price: PriceConfig?) -> (PriceTimeline?, Int?) {
-            guard let price else { return (nil, nil) }
-            let source = price.base.sourceName.flatMap { index[$0] }
-            return (PriceTimeline(config: price, holdSeconds: source.flatMap { config.sources[$0].staleAfterSeconds }), source)
-        }
-        (importPrices, importPriceSource) = timeline(tariff?.importPrice)
-        (exportPrices, exportPriceSource) = timeline(tariff?.exportPrice)
+        pricing = DayPricing(config: config)
         for position in self.widgets.indices where config.isPriced(self.widgets[position].config) { self.widgets[position].money = DayMoney() }
     }
 

@@ -31,6 +31,8 @@ final class Bridge: Sendable {
         var lastEvent: (wall: Date, monotonic: ContinuousClock.Instant)?
         /// Closed slots and days that wait for the day book (saved with the state).
         var book = BookQueue()
+        /// The lines about sources that go quiet and come back.
+        var silences = SilenceLog()
     }
 
     /// A difference between the wall clock's and the monotonic clock's progress beyond this is a step.
@@ -187,6 +189,12 @@ final class Bridge: Sendable {
             case .accounts(let widget, let at, let accounts, let money):
                 let item = WidgetAccounts(widget: widget, at: at, accountsKWh: accounts, money: money)
                 for sink in sinks { sink.take(accounts: item) }
+            case .sourceSilent, .sourceBack:
+                if let line = state.silences.line(for: output, zone: state.zone) { log.log(line) }
+            case .closedDay, .closedSlot:
+                state.book.take(output, zone: state.zone)  // written by `BookWriter`
+            case .refused:
+                break  // the log has each refusal's line, rate-limited
             }
         }
     }
@@ -215,14 +223,6 @@ final class Bridge: Sendable {
         state.withLock { state in
             state.book.written(slotCount: slotCount, dayCount: dayCount)
             state.saves.noteChange()
-        }
-    }
-
-    /// A closed slot or day for the book: queued with the state, written by `BookWriter`.
-    private func queueForBook(_ slot: ClosedSlot?, day: FlowEngine.ClosedDay?, _ state: inout State) {
-        if let slot { state.book.add(slot) }
-        if let day {
-            for row in BookDay.rows(of: day, zone: state.zone) { state.book.add(row) }
         }
     }
 
