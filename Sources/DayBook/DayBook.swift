@@ -30,8 +30,7 @@ public final class DayBook {
             guard found > 0 else { throw BookError(path: path, reason: "holds no days yet (no book tables)") }
         } else {
             // A file that is not SQLite fails here, at the first read of its header.
-            let mode = try database.prepare("PRAGMA journal_mode = WAL")
-            _ = try mode.step()
+            _ = try database.integer("PRAGMA journal_mode = WAL")  // answers with the mode, a row to read
             try database.execute("PRAGMA synchronous = FULL")
             try BookSchema.migrate(database)
         }

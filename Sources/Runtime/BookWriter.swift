@@ -63,9 +63,8 @@ final class BookWriter: Service, Sendable {
             guard !waiting.isEmpty else { return true }
             if !force, let failedAt = writer.failedAt, now.timeIntervalSince(failedAt) < retrySeconds { return false }
             do throws(BookError) {
-                let book = try writer.book ?? DayBook(path: path)
-                writer.book = book
-                try book.write(slots: waiting.slots, days: waiting.days)
+                if writer.book == nil { writer.book = try DayBook(path: path) }
+                try writer.book?.write(slots: waiting.slots, days: waiting.days)
             } catch {
                 // Opened afresh next time: a file replaced or repaired meanwhile is the new one.
                 writer.book = nil
