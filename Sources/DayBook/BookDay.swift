@@ -97,7 +97,7 @@ public struct BookMoney: Sendable, Equatable {
     }
 
     /// Accounts added up by direction.
-    static func sum(_ accounts: some Sequence<[EnergyAccount: Double]>) -> [EnergyAccount: Double] {
+    public static func sum(_ accounts: some Sequence<[EnergyAccount: Double]>) -> [EnergyAccount: Double] {
         var total: [EnergyAccount: Double] = [:]
         for node in accounts {
             for (account, energy) in node { total[account, default: 0] += energy }

@@ -50,7 +50,9 @@ public final class DayBook {
             let clearSlotNodes = try database.prepare("DELETE FROM slot_nodes WHERE widget = ? AND start_utc = ?")
             let slotNode = try database.prepare("INSERT INTO slot_nodes (widget, start_utc, node, \(accounts)) VALUES \(nodeMarks)")
             for slot in slots {
-                let start = SQLiteDatabase.Value.integer(Int64(slot.start.timeIntervalSince1970.rounded(.down)))
+                // Keyed by the slot's aligned start: the first slot of a run begins at its first
+                // event, and a restart that closes it again must meet the same row.
+                let start = SQLiteDatabase.Value.integer(Int64(ClosedSlot.start(of: slot.start).timeIntervalSince1970))
                 let money = slot.money
                 try slotRow.run(
                     [
