@@ -4,7 +4,8 @@ import Platform
 extension ConfigLoader {
     /// `tariff:`: the currency, the import and export price (each a number, a price source or
     /// time-of-use zones, with fees and VAT), and the standing charge per day.
-    func loadTariff(_ node: ConfigNode, sources: [SourceConfig], flow: FlowConfig) -> TariffConfig? {
+    /// `flow` nil: a tariff on its own, for the stored slots of a book (whose widgets had an exchange).
+    func loadTariff(_ node: ConfigNode, sources: [SourceConfig], flow: FlowConfig?) -> TariffConfig? {
         guard var map = node.mapping() else { return nil }
         defer { map.finish() }
         var currency = Currency.euro
@@ -25,7 +26,7 @@ extension ConfigLoader {
                 standing = charge.value
             }
         }
-        if !flow.widgets.contains(where: { $0.exchange != nil }) {
+        if let flow, !flow.widgets.contains(where: { $0.exchange != nil }) {
             map.mapping.report("prices the grid's import and export, and no flow widget has an exchange node to count them")
         }
         guard let importPrice else { return nil }
@@ -201,7 +202,7 @@ extension TariffConfig {
         let loader = ConfigLoader(reader: reader, context: nil, file: path)
         var tariff: TariffConfig?
         if var top = ConfigNode(root, path: "", reader: reader).mapping() {
-            tariff = top.required("tariff").flatMap { loader.loadTariff($0, sources: [], flow: FlowConfig(sources: [], widgets: [])) }
+            tariff = top.required("tariff").flatMap { loader.loadTariff($0, sources: [], flow: nil) }
             top.finish()
         }
         guard reader.problems.isEmpty, let tariff else { throw ConfigError(file: path, problems: reader.problems) }
