@@ -32,23 +32,9 @@ struct BookFailureRunTests {
 
     static let zone = SystemTimeZone(identifier: "Europe/Berlin")!
 
+    /// The kill test's home (a grid meter's counter, a solar rate) in Berlin, with a book.
     static func config(port: Int, state: String, book: String) -> String {
-        """
-        timezone: Europe/Berlin
-        mqtt: {host: 127.0.0.1, port: \(port), client_id: flowbridge-book}
-        state_file: \(state)
-        book_file: \(book)
-        output: {stdout: true}
-        sources:
-          grid: {topic: grid/power}
-          meter: {topic: grid/energy, unit: kWh}
-        widgets:
-          power:
-            template: flow
-            flow:
-              exchange: {name: Grid, rate: grid, total: {counter: meter}}
-            policy: {min_interval: 0s, settle: 0s, rate_step: 1, rate_deadband: 0, total_step: 0.001}
-        """
+        StateSaveKillTests.config(port: port, state: state).replacing("timezone: UTC", with: "timezone: Europe/Berlin") + "\nbook_file: \(book)\n"
     }
 
     /// Yesterday from 23:50 to 23:59, inside its last slot: the meter rises 0.01 kWh a minute.
