@@ -21,7 +21,7 @@ extension ConfigSummary {
             ]
         }
         if case .state(let saved) = StateStore(path: statePath).inspect() {
-            let waiting = BookQueue(json: saved["book"])
+            let waiting = BookQueue(state: saved)
             if !waiting.isEmpty {
                 lines.append("warning: \(waiting.slots.count) closed slots and \(waiting.days.count) days wait in the state for the day book (the daemon could not write it; see its log)")
             }

@@ -60,6 +60,19 @@ public struct BookQueue: Sendable, Equatable {
 
     // MARK: - In the state file
 
+    /// The state file's member that holds the queue.
+    public static let stateKey = "book"
+
+    /// The queue a saved state holds (empty when none).
+    public init(state: JSONValue?) { self.init(json: state?[Self.stateKey]) }
+
+    /// `snapshot` (a state's top-level object) with the queue in it, or without one when nothing waits.
+    public func saved(in snapshot: JSONValue) -> JSONValue {
+        guard case .object(var members) = snapshot else { return snapshot }
+        members[Self.stateKey] = json
+        return .object(members)
+    }
+
     /// The queue as the state file keeps it; nil when nothing waits.
     public var json: JSONValue? {
         guard !isEmpty else { return nil }

@@ -67,11 +67,8 @@ final class Bridge: Sendable {
         if let sinkStates = saved?["sinks"]?.objectValue {
             for sink in sinks { sinkStates[sink.name].map(sink.restore) }
         }
-        return (engine, BookQueue(json: saved?[Self.bookKey]))
+        return (engine, BookQueue(state: saved))
     }
-
-    /// The state file's member that holds what waits for the day book.
-    static let bookKey = "book"
 
     /// The config that runs.
     var config: DaemonConfig { state.withLock { $0.config } }
@@ -203,13 +200,11 @@ final class Bridge: Sendable {
     private func snapshot(of state: State) -> JSONValue {
         var snapshot = state.engine.snapshot()
         let kept = sinks.compactMap { sink in sink.savedState.map { (sink.name, $0) } }
-        let waiting = state.book.json
-        if !kept.isEmpty || waiting != nil, case .object(var members) = snapshot {
-            if !kept.isEmpty { members["sinks"] = .object(Dictionary(kept, uniquingKeysWith: { first, _ in first })) }
-            members[Self.bookKey] = waiting
+        if !kept.isEmpty, case .object(var members) = snapshot {
+            members["sinks"] = .object(Dictionary(kept, uniquingKeysWith: { first, _ in first }))
             snapshot = .object(members)
         }
-        return snapshot
+        return state.book.saved(in: snapshot)
     }
 
     // MARK: - The day book's queue

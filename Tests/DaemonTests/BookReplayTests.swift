@@ -198,3 +198,35 @@ import Testing
         #expect(try history(["--period", "last 30d"]).contains("total"))
     }
 }
+
+/// `replay --state` without `--book` keeps its closed slots in the state, as the daemon does, and
+/// the next writer of the book (here `replay --state --book`) takes them: a restart replayed
+/// loses none of the day's slots.
+@Suite struct BookStateQueueTests {
+    @Test func closedSlotsWaitInTheStateUntilABookTakesThem() throws {
+        let folder = TemporaryFolder()
+        let state = folder.url.appendingPathComponent("state.json").path
+        let book = folder.url.appendingPathComponent("book.sqlite").path
+        let config = try folder.write("config.yaml", BookFailureRunTests.config(port: 1883, state: state, book: book))
+        let start = BookFailureRunTests.zone.day(on: CivilDate(year: 2026, month: 6, day: 10))!.start
+        func lines(_ minutes: ClosedRange<Int>) -> String {
+            minutes.map { minute in
+                TraceMessage(at: start.addingTimeInterval(Double(minute) * 60), topic: "grid/energy", payload: Array(JSONValue.format(1000 + Double(minute) * 0.01).utf8)).line
+            }.joined(separator: "\n")
+        }
+        // 00:00 to 06:00: 24 slots close.
+        #expect(try runFlowbridge(["replay", "--config", config, "--state", state, try folder.write("a.ndjson", lines(0...360))]).status == 0)
+        let saved = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
+        #expect(BookQueue(state: saved).slots.count == 24)
+        #expect(!FileManager.default.fileExists(atPath: book))
+        // 06:00 to 07:00 with the book: the 24 that waited, and 4 more.
+        #expect(try runFlowbridge(["replay", "--config", config, "--state", state, "--book", book, try folder.write("b.ndjson", lines(360...420))]).status == 0)
+        let slots = try DayBook(path: book, create: false, readOnly: true).slots(from: start, to: start.addingTimeInterval(86_400))
+        #expect(slots.count == 28)
+        let importKWh = slots.map { $0.energyKWh["exchange"]?[.imported] ?? 0 }.reduce(0, +)
+        // 06:59's minute is counted at the 07:00 reading, once 07:00's slot is open: 4.19 closed.
+        #expect(abs(importKWh - 4.19) < 1e-6)
+        let after = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
+        #expect(after["book"] == nil)
+    }
+}
