@@ -59,7 +59,7 @@ extension FlowEngine {
             }
             if let range = widgets[position].levelRange { closed.levelRangePercent[name] = range }
             // The level at midnight is the new day's first.
-            widgets[position].levelRange = widgets[position].levelSource.flatMap { sources[$0].reading.map { $0.value...$0.value } }
+            widgets[position].levelRange = widgets[position].levelSource.flatMap { bank.sources[$0].reading.map { $0.value...$0.value } }
             if let money = moneyReport(of: position, at: day.end) {
                 closed.money[name] = money
                 widgets[position].money = DayMoney()
@@ -90,7 +90,7 @@ extension FlowEngine {
 
     /// Widens widget `position`'s range of the day's battery level by a reading of `source`.
     mutating func noteLevel(of source: Int, inWidget position: Int) {
-        guard source == widgets[position].levelSource, let level = sources[source].reading?.value else { return }
+        guard source == widgets[position].levelSource, let level = bank.sources[source].reading?.value else { return }
         let range = widgets[position].levelRange
         widgets[position].levelRange = min(range?.lowerBound ?? level, level)...max(range?.upperBound ?? level, level)
     }

@@ -212,9 +212,8 @@ public struct FlowEngine: Sendable {
 
     public let config: FlowConfig
     let zone: any LocalTimeZone
-    var sources: [SourceState]
-    let exactTopics: [String: [Int]]
-    let wildcardTopics: [(filter: TopicFilter, source: Int)]
+    /// The sources and the topics that feed them.
+    var bank: SourceBank
     var widgets: [WidgetState]
     /// The progress widgets.
     var gauges: [GaugeState]
@@ -223,44 +222,36 @@ public struct FlowEngine: Sendable {
     /// content is being made copies nothing.
     var clampWatches: [ClampWatch]
     var limiter = DiagnosticLimiter()
+    /// The local day, its slot, and which event times are believed.
+    var dayClock: DayClock
     /// The local day the totals count; nil until the first event.
-    public internal(set) var day: LocalDay?
-    public internal(set) var lastClosedDay: ClosedDay?
-    /// The 15-minute slot the accounts count in; nil until the first event.
-    var openSlot: OpenSlot?
-    /// Which event times are believed (late ones, and ones far ahead, wait for confirmation).
-    var timeline = EventTimeline()
+    public internal(set) var day: LocalDay? {
+        get { dayClock.day }
+        set { dayClock.day = newValue }
+    }
+    public internal(set) var lastClosedDay: ClosedDay? {
+        get { dayClock.lastClosedDay }
+        set { dayClock.lastClosedDay = newValue }
+    }
     /// When the daemon's first subscription was in place: a source's silence counts from here.
-    public internal(set) var subscribedAt: Date?
-    /// A jump ahead onto a later local day longer than this needs confirming: the longest `max_gap`
-    /// of the sources, a silence no total integrates across. A shorter one is an ordinary midnight.
-    let jumpSeconds: Double
+    public internal(set) var subscribedAt: Date? {
+        get { dayClock.subscribedAt }
+        set { dayClock.subscribedAt = newValue }
+    }
 
     /// The day's prices, and what the log said of energy without one.
     var pricing: DayPricing
 
     /// The time of the latest event taken: deadlines are what comes after it.
-    public var clock: Date? { timeline.latest }
+    public var clock: Date? { dayClock.timeline.latest }
 
     /// Builds an engine for a config the Daemon has checked: every name a node refers to exists.
     public init(config: FlowConfig, zone: any LocalTimeZone) {
         self.config = config
         self.zone = zone
-        sources = config.sources.map { SourceState(config: $0) }
-        jumpSeconds = config.sources.map(\.maxGapSeconds).max() ?? SourceConfig.defaultMaxGapSeconds
-        var index: [String: Int] = [:]
-        var exact: [String: [Int]] = [:]
-        var wildcard: [(TopicFilter, Int)] = []
-        for (position, source) in config.sources.enumerated() {
-            index[source.name] = position
-            if source.topic.isExact {
-                exact[source.topic.description, default: []].append(position)
-            } else {
-                wildcard.append((source.topic, position))
-            }
-        }
-        exactTopics = exact
-        wildcardTopics = wildcard
+        bank = SourceBank(config: config)
+        dayClock = DayClock(jumpSeconds: config.sources.map(\.maxGapSeconds).max() ?? SourceConfig.defaultMaxGapSeconds)
+        let index = Dictionary(config.sources.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { _, last in last })
         func terms(of rate: RateSpec) -> [Term] {
             guard case .sum(let list) = rate else { return [] }
             return list.map { Term(source: index[$0.source]!, sign: $0.negated ? -1 : 1) }

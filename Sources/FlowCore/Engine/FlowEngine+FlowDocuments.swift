@@ -31,7 +31,7 @@ extension FlowEngine {
                 total = PatchPolicy.quantize(energy.energyKWh, step: policy.totalStep)
             }
             var level: Double?
-            if let source = node.level, let reading = sources[source].reading {
+            if let source = node.level, let reading = bank.sources[source].reading {
                 level = min(100, max(0, PatchPolicy.quantize(reading.value, step: policy.levelStep)))
             }
             // Its place in the document: an input by its index among the inputs drawn.

@@ -44,7 +44,7 @@ extension FlowEngine {
         pricing.unpricedSaid.insert(side)
         var why = "it has no price"
         if let position = side == .exported ? pricing.exportPriceSource : pricing.importPriceSource {
-            let source = sources[position].config
+            let source = bank.sources[position].config
             if let last = prices.points.last, let hold = prices.holdSeconds {
                 why = "its price source '\(source.name)' (topic \(source.topic)) has sent no price since \(zone.clockText(at: last.heard, today: now)), and a price holds for its stale_after (\(durationText(seconds: hold)))"
             } else {
@@ -62,7 +62,7 @@ extension FlowEngine {
     mutating func takePrices(from accepted: [Int], at now: Date) {
         guard pricing.importPriceSource != nil || pricing.exportPriceSource != nil else { return }
         for source in accepted where source == pricing.importPriceSource || source == pricing.exportPriceSource {
-            guard let price = sources[source].reading?.value else { continue }
+            guard let price = bank.sources[source].reading?.value else { continue }
             let horizon = pendingSince ?? now
             if source == pricing.importPriceSource {
                 pricing.importPrices?.take(price, at: now)

@@ -15,20 +15,8 @@ extension FlowEngine {
 
     public func snapshot() -> JSONValue {
         var state: [String: JSONValue] = ["version": .number(Double(Self.stateVersion))]
-        if let day {
-            state["day"] = .string(day.date.description)
-            state["day_start"] = .number(day.start.timeIntervalSince1970)
-        }
-        var readings: [String: JSONValue] = [:]
-        for source in sources {
-            guard let reading = source.reading else { continue }
-            var entry: [String: JSONValue] = ["value": .number(reading.value), "t": .number(reading.at.timeIntervalSince1970)]
-            if source.config.combine == .sum {
-                entry["topics"] = .object(source.topics.mapValues { ["value": .number($0.value), "t": .number($0.at.timeIntervalSince1970)] })
-            }
-            readings[source.config.name] = .object(entry)
-        }
-        state["readings"] = .object(readings)
+        state.merge(dayClock.snapshot) { first, _ in first }
+        state["readings"] = bank.readingsSnapshot
         // `totals` keeps what the widgets show, as before accounts (an older release reads it
         // back); `accounts` has every direction of every node.
         var totals: [String: JSONValue] = [:]
@@ -68,7 +56,7 @@ extension FlowEngine {
     /// and money held then (keyed like `accounts`), so a restart neither loses the slot's energy so
     /// far nor counts it twice.
     func slotSnapshot() -> JSONValue? {
-        guard let openSlot else { return nil }
+        guard let openSlot = dayClock.openSlot else { return nil }
         var bases: [String: JSONValue] = [:]
         for widget in widgets {
             var accounts: [String: JSONValue] = [:]
@@ -124,7 +112,7 @@ extension FlowEngine {
             }
             widgets[position].slotBase = base
         }
-        openSlot = OpenSlot(start: Date(timeIntervalSince1970: start))
+        dayClock.openSlot = OpenSlot(start: Date(timeIntervalSince1970: start))
     }
 
     /// How far apart the start of one date can be in two zones: UTC−12 to UTC+14.
@@ -148,59 +136,15 @@ extension FlowEngine {
         }
         var skipped: [Diagnostic] = []
         func skip(_ what: String) { skipped.append(Diagnostic(.warning, "state: \(what) is damaged; left out")) }
-        var restoredDay: LocalDay?
-        var savedDayStart = 0.0
-        if state["day"] != nil || state["day_start"] != nil {
-            guard let start = state["day_start"]?.numberValue, Self.plausibleSeconds.contains(start),
-                let dateText = state["day"]?.stringValue, let date = CivilDate(dateText)
-            else { throw StateError(description: "its day is damaged") }
-            // The date in this zone: a state saved under another zone (`timezone:` or the system's
-            // changed) carries its day over to the same date here. Its start is where that date
-            // began in the zone it was saved in, at most the zones' widest difference (26 h) away.
-            guard let day = zone.day(on: date), abs(day.start.timeIntervalSince1970 - start) <= Self.zoneSpreadSeconds else {
-                throw StateError(description: "day \(date) does not start at \(JSONValue.format(start)) in any zone")
-            }
-            restoredDay = day
-            savedDayStart = start
-        }
+        let saved = try DayClock.restoredDay(from: state, zone: zone)
+        let restoredDay = saved?.day
+        let savedDayStart = saved?.savedStart ?? 0
         // Nothing in a state can be later than the end of its day, in this zone or the one it was
         // saved in (a move east ends the date earlier).
         let latestSeconds = restoredDay.map { max($0.end.timeIntervalSince1970, savedDayStart + Self.longestDaySeconds) }
         let times = Self.plausibleSeconds.lowerBound...(latestSeconds ?? Self.plausibleSeconds.upperBound)
-        var restoredSources = sources
-        func reading(_ json: JSONValue, of source: SourceConfig) -> Reading? {
-            guard let number = json["value"]?.numberValue, let at = json["t"]?.numberValue, times.contains(at),
-                Self.isPlausible(number, for: source)
-            else { return nil }
-            return Reading(value: number, at: Date(timeIntervalSince1970: at))
-        }
-        for (name, value) in state["readings"]?.objectValue ?? [:] {
-            guard let position = restoredSources.firstIndex(where: { $0.config.name == name }) else { continue }
-            let source = restoredSources[position].config
-            if source.combine == .sum {
-                // Per topic, each with its own age; a reading saved as one number (the source was
-                // `combine: latest`) says nothing about its topics and is left out.
-                guard let topics = value["topics"]?.objectValue else { continue }
-                var parts: [String: Reading] = [:]
-                // A topic the filter no longer matches belongs to an older config: left out quietly.
-                for (topic, entry) in topics.prefix(SourceState.maxTopics) where source.topic.matches(topic) {
-                    guard let part = reading(entry, of: source) else {
-                        skip("the reading of '\(name)' from \(topic)")
-                        continue
-                    }
-                    parts[topic] = part
-                }
-                restoredSources[position].topics = parts
-                restoredSources[position].recombine()
-            } else {
-                guard let restored = reading(value, of: source) else {
-                    skip("the reading of '\(name)'")
-                    continue
-                }
-                restoredSources[position].reading = restored
-            }
-            restoredSources[position].lastValueAt = restoredSources[position].reading?.at
-        }
+        var restoredBank = bank
+        restoredBank.restoreReadings(state["readings"], times: times, skip: skip)
         var restoredWidgets = widgets
         let savedTotals = state["totals"]?.objectValue ?? [:]
         // A state written before accounts has only `totals`: each restores into the account it
@@ -241,7 +185,8 @@ extension FlowEngine {
                 }
             }
         }
-        var restoredUnpricedSaid: Set<EnergyAccount> = []
+        var restoredPricing = pricing
+        restoredPricing.unpricedSaid = []
         if restoredDay != nil, let tariff = config.tariff {
             let maxAmount = maxDayKWh * TariffConfig.largestPricePerKWh
             for position in restoredWidgets.indices where restoredWidgets[position].money != nil {
@@ -254,15 +199,12 @@ extension FlowEngine {
                 case .damaged: skip("the money of '\(name)'")
                 }
             }
-            restoredUnpricedSaid = Set((state["unpriced_said"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(EnergyAccount.init(rawValue:)) })
-            let savedPrices = state["prices"]
-            pricing.importPrices = pricing.importPrices.map { $0.restored(from: savedPrices?[EnergyAccount.imported.rawValue], times: times, skip: skip) }
-            pricing.exportPrices = pricing.exportPrices.map { $0.restored(from: savedPrices?[EnergyAccount.exported.rawValue], times: times, skip: skip) }
+            restoredPricing.restore(from: state, times: times, skip: skip)
         }
-        sources = restoredSources
+        bank = restoredBank
         widgets = restoredWidgets
         day = restoredDay
-        pricing.unpricedSaid = restoredUnpricedSaid
+        pricing = restoredPricing
         restoreSlot(from: state, times: times, maxDayKWh: maxDayKWh)
         return skipped
     }

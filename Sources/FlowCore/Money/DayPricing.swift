@@ -32,6 +32,14 @@ public struct DayPricing: Sendable {
         exportPrices?.shift(by: seconds)
     }
 
+    /// Takes back the saved prices of the day and which unpriced energy the log spoke of.
+    mutating func restore(from state: JSONValue, times: ClosedRange<Double>, skip: (String) -> Void) {
+        unpricedSaid = Set((state["unpriced_said"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(EnergyAccount.init(rawValue:)) })
+        let savedPrices = state["prices"]
+        importPrices = importPrices.map { $0.restored(from: savedPrices?[EnergyAccount.imported.rawValue], times: times, skip: skip) }
+        exportPrices = exportPrices.map { $0.restored(from: savedPrices?[EnergyAccount.exported.rawValue], times: times, skip: skip) }
+    }
+
     /// The import and export price at `instant` and when each next changes to another price (a
     /// DST change or a zone of the same price in between is no change), for `check`.
     public func priceOutlook(at instant: Date, zone: any LocalTimeZone) -> [(account: EnergyAccount, pricePerKWh: Double?, nextChange: Date?)] {

@@ -30,7 +30,7 @@ struct SlotBase: Sendable, Equatable {
 extension FlowEngine {
     /// Opens the slot that starts at `start`: every widget's base is what its accounts hold now.
     mutating func beginSlot(at start: Date, standingCharge: Double) {
-        openSlot = OpenSlot(start: start)
+        dayClock.openSlot = OpenSlot(start: start)
         for position in widgets.indices {
             widgets[position].slotBase = SlotBase(
                 accountsKWh: accountsKWh(of: position), money: widgets[position].money, standingCharge: standingCharge)
@@ -40,7 +40,7 @@ extension FlowEngine {
     /// Closes every slot that ends by `limit`, before the end of `day`: the day's last slot closes
     /// with the day (`closeDay`), once its accounts are carried to midnight.
     mutating func closeSlots(endingBy limit: Date, in day: LocalDay, into out: inout [Output]) {
-        while let slot = openSlot, slot.end <= limit, slot.end < day.end {
+        while let slot = dayClock.openSlot, slot.end <= limit, slot.end < day.end {
             closeSlot(at: slot.end, in: day, into: &out)
             beginSlot(at: slot.end, standingCharge: standingCharge(at: slot.end, in: day))
         }
@@ -48,7 +48,7 @@ extension FlowEngine {
 
     /// Hands out every flow widget's open slot as closed at `end`.
     mutating func closeSlot(at end: Date, in day: LocalDay, into out: inout [Output]) {
-        guard let slot = openSlot else { return }
+        guard let slot = dayClock.openSlot else { return }
         let standing = standingCharge(at: end, in: day)
         for position in widgets.indices {
             out.append(.closedSlot(closedSlot(of: position, from: slot.start, to: end, standingCharge: standing)))
