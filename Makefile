@@ -4,7 +4,7 @@
 SWIFT ?= swift
 # Debian packages the build, the tests and the benchmark need (jq and curl: the Home Assistant
 # add-on's run script, which the tests run).
-DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev libssl-dev \
+DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev libssl-dev libsqlite3-dev \
                 mosquitto mosquitto-clients openssl tzdata systemd strace jq curl
 # And what the ingest benchmark needs besides: a C compiler for its publisher, Python for the paho
 # bridge (paho-mqtt itself goes into a throwaway virtual environment), mqtt2prometheus.

@@ -19,6 +19,9 @@ let package = Package(
         .systemLibrary(
             name: "CYAML", pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "FlowCore"),
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
         .target(name: "Delivery", dependencies: ["FlowCore", "CCurl", "Mosquitto"]),
@@ -29,12 +32,14 @@ let package = Package(
         .target(name: "Platform", dependencies: ["FlowCore"]),
         // The day's state file: atomic saves, one owner, what a damaged file is.
         .target(name: "Persistence", dependencies: ["FlowCore", "Platform"]),
+        // The day book: closed slots and days in SQLite, read back by period, priced again.
+        .target(name: "DayBook", dependencies: ["FlowCore", "CSQLite"]),
         // The config language: YAML, the reader that names key and line, one loader per section.
         .target(name: "Configuration", dependencies: ["FlowCore", "CYAML", "Platform", "Persistence", "Mosquitto", "Delivery"]),
         // The daemon's parts as services with one start and one stop order.
-        .target(name: "Runtime", dependencies: ["FlowCore", "Platform", "Persistence", "Configuration", "Mosquitto", "Delivery", "Rendering"]),
+        .target(name: "Runtime", dependencies: ["FlowCore", "DayBook", "Platform", "Persistence", "Configuration", "Mosquitto", "Delivery", "Rendering"]),
         // One type per command, each with its own options.
-        .target(name: "Commands", dependencies: ["FlowCore", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery"]),
+        .target(name: "Commands", dependencies: ["FlowCore", "DayBook", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery"]),
         .executableTarget(name: "flowbridge", dependencies: ["Commands", "Platform"]),
         .target(name: "TestSupport", dependencies: ["FlowCore", "Mosquitto"], path: "Tests/TestSupport"),
         // Replays in-process, for the tests of every module that reads a replay's documents.
@@ -53,10 +58,11 @@ let package = Package(
         .testTarget(name: "PlatformTests", dependencies: ["Platform", "FlowCore", "ReplaySupport", "TestSupport"]),
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "Platform", "Configuration", "Runtime", "Commands", "FlowCore", "ReplaySupport", "TestSupport"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "Platform", "Persistence", "Runtime", "Commands", "Delivery", "FlowCore", "ReplaySupport", "TestSupport"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "Platform", "Persistence", "Configuration", "Commands", "Mosquitto", "Delivery", "FlowCore", "ReplaySupport", "TestSupport"]),
-        .testTarget(name: "CommandsTests", dependencies: ["Commands", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Discovery", "FlowCore", "Rendering", "Simulator", "ReplaySupport", "TestSupport"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "DayBook", "Platform", "Persistence", "Configuration", "Commands", "Mosquitto", "Delivery", "FlowCore", "ReplaySupport", "TestSupport"]),
+        .testTarget(name: "CommandsTests", dependencies: ["Commands", "DayBook", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Discovery", "FlowCore", "Rendering", "Simulator", "ReplaySupport", "TestSupport"]),
         // What `deploy/` ships: the Home Assistant add-on and the container image.
         .testTarget(name: "DeploymentTests", dependencies: ["Commands", "Platform", "Persistence", "Configuration", "Runtime", "FlowCore", "Rendering", "TestSupport"]),
+        .testTarget(name: "DayBookTests", dependencies: ["DayBook", "FlowCore", "Platform", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "Mosquitto", "TestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "FlowCore", "TestSupport"]),

@@ -15,11 +15,14 @@ package struct ConfigSummary {
     let statePath: String
     /// When `check` runs: which price applies now.
     let now: Date
+    /// The day book a run would write here; nil: not reported.
+    let bookPath: String?
 
-    package init(config: DaemonConfig, zone: any LocalTimeZone, statePath: String, now: Date = Date()) {
+    package init(config: DaemonConfig, zone: any LocalTimeZone, statePath: String, bookPath: String? = nil, now: Date = Date()) {
         self.config = config
         self.zone = zone
         self.statePath = statePath
+        self.bookPath = bookPath
         self.now = now
     }
 
@@ -29,6 +32,7 @@ package struct ConfigSummary {
         lines.append("config OK: \(Self.counts(config)); day in \(zone.identifier); broker \(config.mqtt.host):\(config.mqtt.port)\(config.mqtt.tls.map { $0.insecure ? " (TLS, not verified)" : " (TLS)" } ?? "")")
         if config.mqtt.tls?.insecure == true { lines.append("warning: \(TLSOptions.insecureWarning)") }
         lines.append("state kept in \(statePath)")
+        lines += bookLines
         let sources = Dictionary(flow.sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for widget in flow.widgets {
             lines.append("")

@@ -1,4 +1,5 @@
 import Configuration
+import DayBook
 import Delivery
 import FlowCore
 import FoundationEssentials
@@ -28,6 +29,10 @@ final class Bridge: Sendable {
         /// The wall clock and the monotonic clock at the last event: a wall clock that moved
         /// differently from the monotonic one since then was stepped (NTP, a person).
         var lastEvent: (wall: Date, monotonic: ContinuousClock.Instant)?
+        /// Closed slots and days that wait for the day book (saved with the state).
+        var book = BookQueue()
+        /// The lines about sources that go quiet and come back.
+        var silences = SilenceLog()
     }
 
     /// A difference between the wall clock's and the monotonic clock's progress beyond this is a step.
@@ -41,24 +46,28 @@ final class Bridge: Sendable {
     let store: StateStore?
     let log: Logger
 
-    init(engine: FlowEngine, config: DaemonConfig, zone: any LocalTimeZone, sinks: [any Sink], store: StateStore?, log: Logger) {
-        state = Mutex(State(engine: engine, config: config, zone: zone))
+    init(
+        engine: FlowEngine, config: DaemonConfig, zone: any LocalTimeZone, sinks: [any Sink], store: StateStore?, book: BookQueue = BookQueue(),
+        log: Logger
+    ) {
+        state = Mutex(State(engine: engine, config: config, zone: zone, book: book))
         self.sinks = sinks
         self.store = store
         self.log = log
     }
 
-    /// Builds the engine for `config` and restores the saved day into it, and each sink's part.
+    /// Builds the engine for `config` and restores the saved day into it, each sink's part, and
+    /// what waited for the day book.
     static func engine(
         for config: DaemonConfig, zone: any LocalTimeZone, store: StateStore, access: StateStore.Access, configPath: String,
         sinks: [any Sink], log: Logger
-    ) throws(StateFileProblem) -> FlowEngine {
+    ) throws(StateFileProblem) -> (engine: FlowEngine, book: BookQueue) {
         var engine = FlowEngine(config: config.flow, zone: zone)
         let saved = try store.restore(into: &engine, access: access, configPath: configPath, log: log)
         if let sinkStates = saved?["sinks"]?.objectValue {
             for sink in sinks { sinkStates[sink.name].map(sink.restore) }
         }
-        return engine
+        return (engine, BookQueue(state: saved))
     }
 
     /// The config that runs.
@@ -177,11 +186,17 @@ final class Bridge: Sendable {
             case .accounts(let widget, let at, let accounts, let money):
                 let item = WidgetAccounts(widget: widget, at: at, accountsKWh: accounts, money: money)
                 for sink in sinks { sink.take(accounts: item) }
+            case .sourceSilent, .sourceBack:
+                if let line = state.silences.line(for: output, zone: state.zone) { log.log(line) }
+            case .closedDay, .closedSlot:
+                state.book.take(output, zone: state.zone)  // written by `BookWriter`
+            case .refused:
+                break  // the log has each refusal's line, rate-limited
             }
         }
     }
 
-    /// The state file's content: the engine's day and what each sink keeps.
+    /// The state file's content: the engine's day, what each sink keeps, what waits for the book.
     private func snapshot(of state: State) -> JSONValue {
         var snapshot = state.engine.snapshot()
         let kept = sinks.compactMap { sink in sink.savedState.map { (sink.name, $0) } }
@@ -189,7 +204,21 @@ final class Bridge: Sendable {
             members["sinks"] = .object(Dictionary(kept, uniquingKeysWith: { first, _ in first }))
             snapshot = .object(members)
         }
-        return snapshot
+        return state.book.saved(in: snapshot)
+    }
+
+    // MARK: - The day book's queue
+
+    /// What waits for the book, as it is now (the writer writes it outside the lock).
+    func bookWaiting() -> BookQueue { state.withLock { $0.book } }
+
+    /// The writer wrote the first `slotCount` slots and `dayCount` days it took: they go, and the
+    /// state is worth saving without them.
+    func bookWritten(slotCount: Int, dayCount: Int) {
+        state.withLock { state in
+            state.book.written(slotCount: slotCount, dayCount: dayCount)
+            state.saves.noteChange()
+        }
     }
 
     /// Writes a snapshot outside the engine's lock; one write at a time. `last`: the stop's (see
