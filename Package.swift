@@ -19,6 +19,10 @@ let package = Package(
         .systemLibrary(
             name: "CYAML", pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]),
+        // The window's HTTP listener. Debian: libmicrohttpd-dev.
+        .systemLibrary(
+            name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
         .target(name: "FlowCore"),
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
         .target(name: "Delivery", dependencies: ["FlowCore", "CCurl", "Mosquitto"]),
@@ -29,12 +33,14 @@ let package = Package(
         .target(name: "Platform", dependencies: ["FlowCore"]),
         // The day's state file: atomic saves, one owner, what a damaged file is.
         .target(name: "Persistence", dependencies: ["FlowCore", "Platform"]),
+        // The window: a read-only HTTP listener, the status page, /metrics, the JSON API.
+        .target(name: "Window", dependencies: ["FlowCore", "Rendering", "Platform", "CMicroHTTPD"]),
         // The config language: YAML, the reader that names key and line, one loader per section.
-        .target(name: "Configuration", dependencies: ["FlowCore", "CYAML", "Platform", "Persistence", "Mosquitto", "Delivery"]),
+        .target(name: "Configuration", dependencies: ["FlowCore", "CYAML", "Platform", "Persistence", "Mosquitto", "Delivery", "Window"]),
         // The daemon's parts as services with one start and one stop order.
-        .target(name: "Runtime", dependencies: ["FlowCore", "Platform", "Persistence", "Configuration", "Mosquitto", "Delivery", "Rendering"]),
+        .target(name: "Runtime", dependencies: ["FlowCore", "Platform", "Persistence", "Configuration", "Mosquitto", "Delivery", "Rendering", "Window"]),
         // One type per command, each with its own options.
-        .target(name: "Commands", dependencies: ["FlowCore", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery"]),
+        .target(name: "Commands", dependencies: ["FlowCore", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery", "Window"]),
         .executableTarget(name: "flowbridge", dependencies: ["Commands", "Platform"]),
         .target(name: "TestSupport", dependencies: ["FlowCore"], path: "Tests/TestSupport"),
         // The widget service as tests meet it: a real HTTP(S) server that can be told to fail.
@@ -53,6 +59,7 @@ let package = Package(
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "FlowCore", "TestSupport"]),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "FlowCore", "Mosquitto", "TestSupport"]),
+        .testTarget(name: "WindowTests", dependencies: ["Window", "FlowCore", "Rendering", "TestSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "FlowCore"]),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzChecks"]),
     ]
