@@ -56,7 +56,7 @@ public struct LifetimeAccounts: Sendable, Equatable {
     /// The lifetime energy of widget `widget`'s accounts: the closed days' and `today`'s (kWh).
     public func totalKWh(of widget: String, today: [EnergyAccount: Double]) -> [EnergyAccount: Double] {
         var total = closedKWh[widget] ?? [:]
-        for (account, energy) in today where energy.isFinite && energy > 0 { total[account, default: 0] += energy }
+        for (account, energy) in today where energy.isFinite && energy >= 0 { total[account, default: 0] += energy }
         return total
     }
 
