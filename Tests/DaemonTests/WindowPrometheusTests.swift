@@ -40,26 +40,25 @@ struct WindowPrometheusTests {
         let prometheus = try await Prometheus(target: "127.0.0.1:\(windowPort)", folder: folder)
         defer { prometheus.stop() }
 
-        let first = try RunTests.Daemon(config: config, folder: folder, name: "first")
-        #expect(await first.waitFor("window at http://127.0.0.1:\(windowPort)/"), "\(first.text)")
-        #expect(await first.waitFor("connected to"), "\(first.text)")
-        for step in 0...5 {
-            try await broker.publish(topic: "grid/power", payload: "3600")
-            try await broker.publish(topic: "grid/energy", payload: JSONValue.format(1000 + Double(step) * 0.5))
+        /// A daemon run through `steps` of the meter (0.5 kWh each), until its push shows `total`.
+        func run(_ name: String, steps: ClosedRange<Int>, total: String) async throws -> RunTests.Daemon {
+            let daemon = try RunTests.Daemon(config: config, folder: folder, name: name)
+            #expect(await daemon.waitFor("window at http://127.0.0.1:\(windowPort)/"), "\(daemon.text)")
+            #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+            for step in steps {
+                try await broker.publish(topic: "grid/power", payload: "3600")
+                try await broker.publish(topic: "grid/energy", payload: JSONValue.format(1000 + Double(step) * 0.5))
+            }
+            #expect(await daemon.waitFor(#""total":\#(total)"#), "\(daemon.text)")
+            return daemon
         }
-        #expect(await first.waitFor(#""total":2.5"#), "\(first.text)")
+
+        let first = try await run("first", steps: 0...5, total: "2.5")
         let firstJoules = await prometheus.value(of: #"flowbridge_energy_joules_total{account="import"}"#, reaching: 2.5 * 3.6e6)
         #expect(firstJoules == 2.5 * 3.6e6, "\(prometheus.log)")
         await first.stop()
 
-        let second = try RunTests.Daemon(config: config, folder: folder, name: "second")
-        #expect(await second.waitFor("window at http://127.0.0.1:\(windowPort)/"), "\(second.text)")
-        #expect(await second.waitFor("connected to"), "\(second.text)")
-        for step in 6...8 {
-            try await broker.publish(topic: "grid/power", payload: "3600")
-            try await broker.publish(topic: "grid/energy", payload: JSONValue.format(1000 + Double(step) * 0.5))
-        }
-        #expect(await second.waitFor(#""total":4"#), "\(second.text)")
+        let second = try await run("second", steps: 6...8, total: "4")
         let secondJoules = await prometheus.value(of: #"flowbridge_energy_joules_total{account="import"}"#, reaching: 4 * 3.6e6)
         #expect(secondJoules == 4 * 3.6e6, "\(prometheus.log)")
 
