@@ -4,7 +4,7 @@
 SWIFT ?= swift
 # Debian packages the build, the tests and the benchmark need (jq and curl: the Home Assistant
 # add-on's run script, which the tests run).
-DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev libssl-dev libmicrohttpd-dev \
+DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev libssl-dev libsqlite3-dev libmicrohttpd-dev \
                 mosquitto mosquitto-clients openssl tzdata systemd strace jq curl
 # And what `make test` needs besides (large, so only there): a real Prometheus that scrapes the
 # window, headless Chromium that opens its page, and Python for the screenshot check.

@@ -19,6 +19,9 @@ let package = Package(
         .systemLibrary(
             name: "CYAML", pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
         // The window's HTTP listener. Debian: libmicrohttpd-dev.
         .systemLibrary(
             name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
@@ -33,14 +36,16 @@ let package = Package(
         .target(name: "Platform", dependencies: ["FlowCore"]),
         // The day's state file: atomic saves, one owner, what a damaged file is.
         .target(name: "Persistence", dependencies: ["FlowCore", "Platform"]),
+        // The day book: closed slots and days in SQLite, read back by period, priced again.
+        .target(name: "DayBook", dependencies: ["FlowCore", "CSQLite"]),
         // The window: a read-only HTTP listener, the status page, /metrics, the JSON API.
         .target(name: "Window", dependencies: ["FlowCore", "Rendering", "Platform", "CMicroHTTPD"]),
         // The config language: YAML, the reader that names key and line, one loader per section.
         .target(name: "Configuration", dependencies: ["FlowCore", "CYAML", "Platform", "Persistence", "Mosquitto", "Delivery", "Window"]),
         // The daemon's parts as services with one start and one stop order.
-        .target(name: "Runtime", dependencies: ["FlowCore", "Platform", "Persistence", "Configuration", "Mosquitto", "Delivery", "Rendering", "Window"]),
+        .target(name: "Runtime", dependencies: ["FlowCore", "DayBook", "Platform", "Persistence", "Configuration", "Mosquitto", "Delivery", "Rendering", "Window"]),
         // One type per command, each with its own options.
-        .target(name: "Commands", dependencies: ["FlowCore", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery", "Window"]),
+        .target(name: "Commands", dependencies: ["FlowCore", "DayBook", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery", "Window"]),
         .executableTarget(name: "flowbridge", dependencies: ["Commands", "Platform"]),
         .target(name: "TestSupport", dependencies: ["FlowCore"], path: "Tests/TestSupport"),
         // The widget service as tests meet it: a real HTTP(S) server that can be told to fail.
@@ -54,7 +59,8 @@ let package = Package(
         .executableTarget(name: "ConfigFuzzer", dependencies: ["FuzzChecks"], path: "Fuzz/ConfigFuzzer"),
         .executableTarget(name: "MergePatchFuzzer", dependencies: ["FuzzChecks"], path: "Fuzz/MergePatchFuzzer"),
         .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Window", "Platform", "Persistence", "Configuration", "Runtime", "Commands", "Mosquitto", "Delivery", "Discovery", "FlowCore", "Rendering", "Simulator", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["DayBook", "Window", "Platform", "Persistence", "Configuration", "Runtime", "Commands", "Mosquitto", "Delivery", "Discovery", "FlowCore", "Rendering", "Simulator", "TestSupport"]),
+        .testTarget(name: "DayBookTests", dependencies: ["DayBook", "FlowCore", "Platform", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "Mosquitto", "TestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "FlowCore", "TestSupport"]),

@@ -8,5 +8,5 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp -d /tmp/flowbridge-decoder-bench-XXXXXX)
 trap 'rm -rf "$out"' EXIT
 swiftc -O -wmo -parse-as-library -package-name flowbridge -module-name DecoderBench -o "$out/decoder-bench" \
-  "$here"/../Sources/FlowCore/*.swift "$here/decoder-bench.swift"
+  "$here"/../Sources/FlowCore/*/*.swift "$here/decoder-bench.swift"
 "$out/decoder-bench" "${1:-1000000}"

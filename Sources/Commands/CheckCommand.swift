@@ -33,7 +33,9 @@ struct CheckCommand: Command {
         }
         let context = ConfigContext.process(stateOverride: stateOverride)
         guard let config = DaemonConfig.loadReporting(configPath, context: context) else { return .config }
-        let summary = ConfigSummary(config: config, zone: config.zone, statePath: context.statePath(configured: config.stateFile))
+        let statePath = context.statePath(configured: config.stateFile)
+        let summary = ConfigSummary(
+            config: config, zone: config.zone, statePath: statePath, bookPath: context.bookPath(configured: config.bookFile, statePath: statePath))
         print(summary.text, terminator: "")
         return .success
     }

@@ -7,7 +7,7 @@ public enum Commands {
     static var all: [any Command.Type] {
         [
             RunCommand.self, CheckCommand.self, DiscoverCommand.self, RecordCommand.self, ReplayCommand.self, RenderCommand.self,
-            SimulateCommand.self, HelpCommand.self, VersionCommand.self,
+            HistoryCommand.self, SimulateCommand.self, HelpCommand.self, VersionCommand.self,
         ]
     }
 

@@ -7,8 +7,8 @@ extension ConfigSummary {
     var tariffLines: [String] {
         guard let tariff = config.flow.tariff else { return [] }
         let currency = tariff.currency
-        let engine = FlowEngine(config: config.flow, zone: zone)
-        let outlook = engine.priceOutlook(at: now)
+        let pricing = DayPricing(config: config.flow)
+        let outlook = pricing.priceOutlook(at: now, zone: zone)
         var lines = ["", "tariff (\(currency.code), amounts shown as \(currency.text(1.5)))"]
         for (account, price) in [(EnergyAccount.imported, Optional(tariff.importPrice)), (.exported, tariff.exportPrice)] {
             guard let price else {
@@ -21,7 +21,7 @@ extension ConfigSummary {
                 for zone in table.zones { lines.append("      \(describe(zone)): \(currency.priceText(zone.basePerKWh))") }
             }
             if let billed = billing(price, currency: currency) { lines.append("      billed: \(billed)") }
-            lines.append("      now: \(describeNow(account, found?.pricePerKWh, next: found?.nextChange, currency: currency, engine: engine))")
+            lines.append("      now: \(describeNow(account, found?.pricePerKWh, next: found?.nextChange, currency: currency, pricing: pricing))")
         }
         lines.append("  standing charge: \(currency.text(tariff.standingChargePerDay)) per day, accrued through the local day")
         let priced = config.flow.widgets.filter { $0.exchange != nil }.map { widget in
@@ -69,10 +69,10 @@ extension ConfigSummary {
     }
 
     /// `€0.417/kWh until 22:00, then €0.298/kWh`, or what a price source needs first.
-    func describeNow(_ account: EnergyAccount, _ pricePerKWh: Double?, next: Date?, currency: Currency, engine: FlowEngine) -> String {
+    func describeNow(_ account: EnergyAccount, _ pricePerKWh: Double?, next: Date?, currency: Currency, pricing: DayPricing) -> String {
         guard let pricePerKWh else { return "unknown until the price source sends one (energy before it is counted as unpriced)" }
         guard let next else { return "\(currency.priceText(pricePerKWh)) at all times" }
-        let then = engine.priceOutlook(at: next).first { $0.account == account }?.pricePerKWh
+        let then = pricing.priceOutlook(at: next, zone: zone).first { $0.account == account }?.pricePerKWh
         return "\(currency.priceText(pricePerKWh)) until \(zone.clockText(at: next, today: now))\(then.map { ", then \(currency.priceText($0))" } ?? "")"
     }
 }

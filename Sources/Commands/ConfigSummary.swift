@@ -16,11 +16,14 @@ package struct ConfigSummary {
     let statePath: String
     /// When `check` runs: which price applies now.
     let now: Date
+    /// The day book a run would write here; nil: not reported.
+    let bookPath: String?
 
-    package init(config: DaemonConfig, zone: any LocalTimeZone, statePath: String, now: Date = Date()) {
+    package init(config: DaemonConfig, zone: any LocalTimeZone, statePath: String, bookPath: String? = nil, now: Date = Date()) {
         self.config = config
         self.zone = zone
         self.statePath = statePath
+        self.bookPath = bookPath
         self.now = now
     }
 
@@ -35,6 +38,7 @@ package struct ConfigSummary {
         } else {
             lines.append("window off (http: {listen: 127.0.0.1:8787} turns it on)")
         }
+        lines += bookLines
         let sources = Dictionary(flow.sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for widget in flow.widgets {
             lines.append("")

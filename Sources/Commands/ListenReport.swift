@@ -47,15 +47,17 @@ struct ListenReport {
             watch.messages += 1
             watch.lastMessage = now
             watch.retainedOnly = watch.retainedOnly && retained
-            if (after[source.name]?.rejected ?? 0) > (before[source.name]?.rejected ?? 0) {
-                watch.lastRejected = payload
-                // The decoder is pure: decoding again gives the engine's own error, by name.
-                if case .invalid(let error) = source.decoder.decode(payload) {
-                    watch.decodeErrors[error.kind] = ((watch.decodeErrors[error.kind]?.count ?? 0) + 1, error)
-                }
-            }
             if !retained, (after[source.name]?.readings ?? 0) > (before[source.name]?.readings ?? 0) { watch.liveReadingAt = now }
             watches[source.name] = watch
+        }
+        // What the engine refused, and why, as it says it: nothing is decoded twice.
+        for case .refused(let refusal) in outputs where refusal.isRejection {
+            guard var watch = watches[refusal.source] else { continue }
+            watch.lastRejected = payload
+            if case .undecodable(let error) = refusal.reason {
+                watch.decodeErrors[error.kind] = ((watch.decodeErrors[error.kind]?.count ?? 0) + 1, error)
+            }
+            watches[refusal.source] = watch
         }
         observe(at: now)
         return Self.diagnostics(outputs)

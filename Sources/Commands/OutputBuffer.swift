@@ -23,6 +23,8 @@ struct OutputBuffer {
                 log.log(diagnostic)
             case .accounts:
                 break  // replay --final prints each widget's accounts once, at the end
+            case .closedDay, .closedSlot, .refused, .sourceSilent, .sourceBack:
+                break  // values for the day book and `check --listen`; the log has their lines
             }
         }
     }

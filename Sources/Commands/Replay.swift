@@ -1,4 +1,5 @@
 import Configuration
+import DayBook
 import Delivery
 import FlowCore
 import FoundationEssentials
@@ -86,8 +87,10 @@ public struct Replay {
     }
 
     /// Restores the saved day before the first message; throws when the file is not a state to use.
-    public mutating func restore(from store: StateStore, configPath: String? = nil, log: Logger) throws(StateFileProblem) {
-        try store.restore(into: &engine, configPath: configPath, log: log)
+    /// Returns what waited in it for the day book.
+    @discardableResult
+    public mutating func restore(from store: StateStore, configPath: String? = nil, log: Logger) throws(StateFileProblem) -> BookQueue {
+        BookQueue(state: try store.restore(into: &engine, configPath: configPath, log: log))
     }
 
     /// Feeds one message; returns every output, in order. The first message's time stands for the

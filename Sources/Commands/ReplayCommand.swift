@@ -1,4 +1,5 @@
 import Configuration
+import DayBook
 import Delivery
 import FlowCore
 import FoundationEssentials
@@ -14,11 +15,14 @@ struct ReplayCommand: Command {
 
     static let final = Flag("--final", help: "after the pushes, one {\"content\": …, \"widget\": …} line per widget: the document it would show; then one {\"accounts\": …, \"widget\": …} line per flow widget: every account in kWh; with a tariff, one {\"money\": …, \"widget\": …} line per priced flow widget")
     static let state = SharedOptions.state.help(
-        "read the day from this state file before the first message, and save it there after the last, taking its lock (not while the daemon runs on it); without it, no state is read or written")
+        "read the day from this state file before the first message, and save it there after the last, taking its lock (not while the daemon runs on it), with the closed slots and days the day book still waits for (unless --book takes them); without it, no state is read or written")
     static let svg = Option<String?>("--svg", placeholder: "DIR", help: "also draw each widget and its day chart into DIR")
+    static let book = Option<String?>(
+        "--book", placeholder: "FILE",
+        help: "also write the trace's closed slots and days into this day book (made when there is none), the rows a live run writes; a slot or day already there is replaced")
     static let operand: Operand? = Operand(
         synopsis: "TRACE", help: "the recorded messages, a file with one {\"t\", \"topic\", \"payload\"} object a line, or - for standard input")
-    static var options: [any OptionDeclaration] { [SharedOptions.config, final, state, svg, SharedOptions.logLevel] }
+    static var options: [any OptionDeclaration] { [SharedOptions.config, final, state, svg, book, SharedOptions.logLevel] }
 
     let configPath: String
     let final: Bool
@@ -26,6 +30,8 @@ struct ReplayCommand: Command {
     let stateFile: String?
     /// The folder for pictures; nil: none drawn.
     let svg: String?
+    /// The day book to write; nil: none.
+    let bookPath: String?
     /// A file, or `-` for standard input.
     let trace: String
     let log: Logger
@@ -37,6 +43,7 @@ struct ReplayCommand: Command {
         final = arguments.isSet(Self.final)
         stateFile = try arguments.value(Self.state)
         svg = try arguments.value(Self.svg)
+        bookPath = try arguments.value(Self.book)
         log = try arguments.log()
     }
 
@@ -54,10 +61,11 @@ struct ReplayCommand: Command {
         let store = stateFile.map(StateStore.init(path:))
         // The state has one owner at a time: a replay into the daemon's state waits for no one.
         var lock: StateLock?
+        var waiting = BookQueue()
         if let store {
             do {
                 lock = try StateLock(statePath: store.path)
-                try replay.restore(from: store, configPath: configPath, log: log)
+                waiting = try replay.restore(from: store, configPath: configPath, log: log)
             } catch let error as StateLock.Failure {
                 StandardError.print("flowbridge: \(error)")
                 if case .held = error { return .stateInUse }
@@ -68,6 +76,11 @@ struct ReplayCommand: Command {
             }
         }
         defer { withExtendedLifetime(lock) {} }
+        var book: ReplayBook
+        do { book = try ReplayBook(path: bookPath, zone: zone, waiting: waiting) } catch {
+            StandardError.print("flowbridge: \(error)")
+            return .cannotCreate
+        }
         let fd: Int32 = trace == "-" ? 0 : open(trace, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             StandardError.print("flowbridge: \(FileError(trace))")
@@ -78,6 +91,7 @@ struct ReplayCommand: Command {
         func emit(_ items: [FlowEngine.Output]) {
             output.write(items, zone: zone, log: log)
             pictures?.take(items)
+            book.take(items)
         }
         var number = 0
         for read in LineReader(fd: fd) {
@@ -97,8 +111,12 @@ struct ReplayCommand: Command {
         emit(replay.finish())
         if final { (replay.finalLines() + replay.accountLines() + replay.moneyLines()).forEach { output.line($0) } }
         output.flush()
+        do { try book.flush() } catch {
+            StandardError.print("flowbridge: \(error)")
+            return .cannotCreate
+        }
         if let store {
-            do { try store.save(replay.engine.snapshot()) } catch {
+            do { try store.save(book.waiting.saved(in: replay.engine.snapshot())) } catch {
                 StandardError.print("flowbridge: cannot write the state: \(error)")
                 return .cannotCreate
             }

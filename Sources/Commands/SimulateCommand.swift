@@ -46,9 +46,17 @@ struct SimulateCommand: Command {
         guard let seed = UInt64(text) else { throw UsageError("--seed must be a whole number from 0 to \(UInt64.max), not '\(text)'") }
         return seed
     }
-    static var options: [any OptionDeclaration] { [broker, trace, speed, date, seed, SharedOptions.logLevel] }
+    static let days = Option<Int>(
+        "--days", placeholder: "N",
+        help: "with --trace, N days in a row from --date, the devices' counters carrying on from one day to the next as real ones do (1 to 3660)",
+        default: 1, shownDefault: "1"
+    ) { text throws(UsageError) in
+        guard let days = Int(text), (1...3660).contains(days) else { throw UsageError("--days must be a whole number from 1 to 3660, not '\(text)'") }
+        return days
+    }
+    static var options: [any OptionDeclaration] { [broker, trace, speed, date, days, seed, SharedOptions.logLevel] }
     static var synopsis: String {
-        let rest: [any OptionDeclaration] = [speed, date, seed, SharedOptions.logLevel]
+        let rest: [any OptionDeclaration] = [speed, date, days, seed, SharedOptions.logLevel]
         return "\(broker.spec.word) | \(trace.spec.word)|-  " + rest.map(\.spec.synopsis).joined(separator: " ")
     }
 
@@ -73,6 +81,8 @@ struct SimulateCommand: Command {
         var speed: Double
         /// nil: today, in the system's zone.
         var date: CivilDate?
+        /// With a trace: how many days in a row.
+        var days: Int
         var seed: UInt64
 
         init(parsing arguments: Arguments) throws(UsageError) {
@@ -89,6 +99,8 @@ struct SimulateCommand: Command {
             speed = try arguments.value(SimulateCommand.speed)
             date = try arguments.value(SimulateCommand.date)
             seed = try arguments.value(SimulateCommand.seed)
+            days = try arguments.value(SimulateCommand.days)
+            if days > 1, case .broker = output { throw UsageError("--days goes with --trace; live, the simulation runs until it is stopped") }
         }
     }
 
@@ -101,7 +113,8 @@ struct SimulateCommand: Command {
         }
     }
 
-    /// The whole simulated day as trace lines, from its local midnight to the next.
+    /// The whole simulated day (or `--days` days) as trace lines, from its local midnight to the
+    /// last day's end: one simulation throughout, so the counters carry on across midnight.
     func writeTrace(to path: String, zone: any LocalTimeZone, now: Date) -> ExitStatus {
         var simulation = Simulation(seed: options.seed, date: options.date ?? zone.localDate(at: now), speed: options.speed, zone: zone)
         let fd = path == "-" ? 1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -110,7 +123,8 @@ struct SimulateCommand: Command {
             return .cannotCreate
         }
         defer { if fd != 1 { close(fd) } }
-        let end = simulation.firstDay.end
+        let lastDate = CivilDate(daysSinceEpoch: simulation.firstDay.date.daysSinceEpoch + options.days - 1)
+        let end = zone.day(on: lastDate)?.end ?? simulation.firstDay.end
         var bytes: [UInt8] = []
         var count = 0
         var last: HomeState?
@@ -133,7 +147,7 @@ struct SimulateCommand: Command {
         }
         guard flush() else { return .ioError }
         if let last {
-            log.log(.info, "\(simulation.firstDay.date) (seed \(options.seed)): \(count) messages; the panels made \(JSONValue.format((last.yieldTodayWh / 100).rounded() / 10)) kWh, the battery ended at \(Int(last.socPercent.rounded())) %")
+            log.log(.info, "\(simulation.firstDay.date)\(options.days > 1 ? "..\(lastDate)" : "") (seed \(options.seed)): \(count) messages; the panels made \(JSONValue.format((last.yieldTodayWh / 100).rounded() / 10)) kWh, the battery ended at \(Int(last.socPercent.rounded())) %")
         }
         return .success
     }

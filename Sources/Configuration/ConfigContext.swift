@@ -25,6 +25,18 @@ public struct ConfigContext: Sendable {
         stateOverride ?? configured ?? StateStore.defaultPath(environment: environment)
     }
 
+    /// The day book a run writes: the config's `book_file`, else beside the state file
+    /// (`state.json` → `book.sqlite`; another state's name `home.json` → `home.book.sqlite`, so
+    /// two homes that keep their states in one folder keep two books).
+    public func bookPath(configured: String?, statePath: String) -> String {
+        if let configured { return configured }
+        let slash = statePath.lastIndex(of: "/").map { statePath.index(after: $0) } ?? statePath.startIndex
+        let folder = statePath[..<slash]
+        var name = String(statePath[slash...])
+        if name.hasSuffix(".json") { name.removeLast(5) }
+        return name == "state" ? "\(folder)book.sqlite" : "\(folder)\(name).book.sqlite"
+    }
+
     /// Where a `password_file` is: a relative name is a systemd credential (`LoadCredential=`).
     func credentialPath(_ file: String) -> String? {
         if file.hasPrefix("/") { return file }

@@ -1,9 +1,11 @@
 import FlowCore
+import Platform
 
 extension ConfigLoader {
     /// `tariff:`: the currency, the import and export price (each a number, a price source or
     /// time-of-use zones, with fees and VAT), and the standing charge per day.
-    func loadTariff(_ node: ConfigNode, sources: [SourceConfig], flow: FlowConfig) -> TariffConfig? {
+    /// `flow` nil: a tariff on its own, for the stored slots of a book (whose widgets had an exchange).
+    func loadTariff(_ node: ConfigNode, sources: [SourceConfig], flow: FlowConfig?) -> TariffConfig? {
         guard var map = node.mapping() else { return nil }
         defer { map.finish() }
         var currency = Currency.euro
@@ -24,7 +26,7 @@ extension ConfigLoader {
                 standing = charge.value
             }
         }
-        if !flow.widgets.contains(where: { $0.exchange != nil }) {
+        if let flow, !flow.widgets.contains(where: { $0.exchange != nil }) {
             map.mapping.report("prices the grid's import and export, and no flow widget has an exchange node to count them")
         }
         guard let importPrice else { return nil }
@@ -181,5 +183,29 @@ extension ConfigLoader {
         }
         text.report("'\(text.value)' is not a local time of day (write it quoted, \"07:00\"\(allowMidnightAfter ? "; \"24:00\" is midnight at the end" : ""))")
         return nil
+    }
+}
+
+extension TariffConfig {
+    /// A tariff on its own (`history --tariff OTHER.yaml`): a file with a `tariff:` section as a
+    /// config has it, and nothing else. A price source cannot be named there (no sources).
+    public static func load(path: String) throws(ConfigError) -> TariffConfig {
+        let bytes: [UInt8]
+        do { bytes = try FileIO.read(path, limit: DaemonConfig.sizeLimit) } catch {
+            throw ConfigError(file: path, problems: [ConfigProblem(path: "", line: nil, message: "cannot read: \(error.reason)")])
+        }
+        let root: YAMLNode
+        do { root = try YAMLDocument.parse(bytes: bytes) } catch {
+            throw ConfigError(file: path, problems: [ConfigProblem(path: "", line: error.mark?.line, message: error.message)])
+        }
+        let reader = ConfigReader()
+        let loader = ConfigLoader(reader: reader, context: nil, file: path)
+        var tariff: TariffConfig?
+        if var top = ConfigNode(root, path: "", reader: reader).mapping() {
+            tariff = top.required("tariff").flatMap { loader.loadTariff($0, sources: [], flow: nil) }
+            top.finish()
+        }
+        guard reader.problems.isEmpty, let tariff else { throw ConfigError(file: path, problems: reader.problems) }
+        return tariff
     }
 }

@@ -17,6 +17,8 @@ struct ConfigLoader {
         let broker = top.field("mqtt").map(loadMQTT) ?? BrokerSection()
         let keepalives = top.field("keepalive").map(loadKeepalives) ?? []
         let stateFile = loadStateFile(top.text("state_file"))
+        let bookFile = loadBookFile(top.text("book_file"))
+        let billingDay = loadBillingDay(top.number("billing_day"))
         let sources = top.required("sources").map(loadSources) ?? []
         let widgets = top.required("widgets").map { loadWidgets($0, sources: sources) }
         var flow = widgets?.flow ?? FlowConfig(sources: sources, widgets: [])
@@ -31,7 +33,7 @@ struct ConfigLoader {
         top.finish()
         return DaemonConfig(
             timezone: timezone, mqtt: mqtt, keepalives: keepalives, flow: flow, stateFile: stateFile, pushes: pushes,
-            output: output ?? OutputSettings(), window: window)
+            output: output ?? OutputSettings(), window: window, bookFile: bookFile, billingDay: billingDay)
     }
 
     /// A secret (the broker password, a widget API token) from `<key>_file` (a systemd credential

@@ -17,6 +17,10 @@ public struct DaemonConfig: Sendable, Equatable {
     public var output = OutputSettings()
     /// `http:`: the window (status page, /metrics, JSON API); nil: no listener.
     public var window: WindowSettings?
+    /// Where the day book is kept; nil: beside the state file (`ConfigContext.bookPath`).
+    public var bookFile: String?
+    /// The day of the month a billing month starts on (1–28).
+    public var billingDay = 1
 
     /// Config files are a few kB; a larger one is a mistake (`--config /dev/zero`), said as such.
     public static let sizeLimit = 1 << 20

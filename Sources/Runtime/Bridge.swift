@@ -1,4 +1,5 @@
 import Configuration
+import DayBook
 import Delivery
 import FlowCore
 import FoundationEssentials
@@ -33,6 +34,10 @@ final class Bridge: Sendable {
         var lifetime = LifetimeAccounts()
         /// Per flow widget, today's pushes: the window's day chart.
         var histories: [String: PowerHistory] = [:]
+        /// Closed slots and days that wait for the day book (saved with the state).
+        var book = BookQueue()
+        /// The lines about sources that go quiet and come back.
+        var silences = SilenceLog()
     }
 
     /// A difference between the wall clock's and the monotonic clock's progress beyond this is a step.
@@ -48,9 +53,9 @@ final class Bridge: Sendable {
 
     init(
         engine: FlowEngine, lifetime: LifetimeAccounts = LifetimeAccounts(), config: DaemonConfig, zone: any LocalTimeZone, sinks: [any Sink],
-        store: StateStore?, log: Logger
+        store: StateStore?, book: BookQueue = BookQueue(), log: Logger
     ) {
-        var state = State(engine: engine, config: config, zone: zone)
+        var state = State(engine: engine, config: config, zone: zone, book: book)
         state.lifetime = lifetime
         self.state = Mutex(state)
         self.sinks = sinks
@@ -59,17 +64,17 @@ final class Bridge: Sendable {
     }
 
     /// Builds the engine for `config` and restores the saved day into it, each sink's part, and
-    /// the closed days' lifetime accounts.
+    /// what waited for the day book, and the closed days' lifetime accounts.
     static func engine(
         for config: DaemonConfig, zone: any LocalTimeZone, store: StateStore, access: StateStore.Access, configPath: String,
         sinks: [any Sink], log: Logger
-    ) throws(StateFileProblem) -> (engine: FlowEngine, lifetime: LifetimeAccounts) {
+    ) throws(StateFileProblem) -> (engine: FlowEngine, book: BookQueue, lifetime: LifetimeAccounts) {
         var engine = FlowEngine(config: config.flow, zone: zone)
         let saved = try store.restore(into: &engine, access: access, configPath: configPath, log: log)
         if let sinkStates = saved?["sinks"]?.objectValue {
             for sink in sinks { sinkStates[sink.name].map(sink.restore) }
         }
-        return (engine, saved?["lifetime"].map(LifetimeAccounts.init(json:)) ?? LifetimeAccounts())
+        return (engine, BookQueue(state: saved), saved?["lifetime"].map(LifetimeAccounts.init(json:)) ?? LifetimeAccounts())
     }
 
     /// The config that runs.
@@ -191,6 +196,12 @@ final class Bridge: Sendable {
             case .accounts(let widget, let at, let accounts, let money):
                 let item = WidgetAccounts(widget: widget, at: at, accountsKWh: accounts, money: money)
                 for sink in sinks { sink.take(accounts: item) }
+            case .sourceSilent, .sourceBack:
+                if let line = state.silences.line(for: output, zone: state.zone) { log.log(line) }
+            case .closedDay, .closedSlot:
+                state.book.take(output, zone: state.zone)  // written by `BookWriter`
+            case .refused:
+                break  // the log has each refusal's line, rate-limited
             }
         }
     }
@@ -203,7 +214,8 @@ final class Bridge: Sendable {
         state.histories[widget]?.dropDays(before: zone.day(containing: at).start)
     }
 
-    /// The state file's content: the engine's day, what each sink keeps, the lifetime accounts.
+    /// The state file's content: the engine's day, what each sink keeps, the lifetime accounts,
+    /// what waits for the book.
     private func snapshot(of state: State) -> JSONValue {
         var snapshot = state.engine.snapshot()
         let kept = sinks.compactMap { sink in sink.savedState.map { (sink.name, $0) } }
@@ -212,7 +224,21 @@ final class Bridge: Sendable {
             if state.lifetime.throughDay != nil { members["lifetime"] = state.lifetime.json }
             snapshot = .object(members)
         }
-        return snapshot
+        return state.book.saved(in: snapshot)
+    }
+
+    // MARK: - The day book's queue
+
+    /// What waits for the book, as it is now (the writer writes it outside the lock).
+    func bookWaiting() -> BookQueue { state.withLock { $0.book } }
+
+    /// The writer wrote the first `slotCount` slots and `dayCount` days it took: they go, and the
+    /// state is worth saving without them.
+    func bookWritten(slotCount: Int, dayCount: Int) {
+        state.withLock { state in
+            state.book.written(slotCount: slotCount, dayCount: dayCount)
+            state.saves.noteChange()
+        }
     }
 
     /// Writes a snapshot outside the engine's lock; one write at a time. `last`: the stop's (see

@@ -95,7 +95,7 @@ package struct Daemon {
                 for: config, zone: zone, store: store, access: dryRun ? .readOnly : .owner, configPath: configPath, sinks: sinks, log: log)
             bridge = Bridge(
                 engine: restored.engine, lifetime: restored.lifetime, config: config, zone: zone, sinks: sinks, store: dryRun ? nil : store,
-                log: log)
+                book: restored.book, log: log)
         } catch { throw RunFailure(status: .config, message: "\(error)") }
         let status = StatusReporter(ServiceStatus(address: address, sourceCount: config.flow.sources.count), notifier: SystemdNotifier())
         let connection: BrokerConnection
@@ -108,13 +108,15 @@ package struct Daemon {
         if dryRun {
             log.log(.info, "dry run: nothing is delivered or published, and \(store.path) is only read")
         }
-        log.log(.info, "flowbridge \(Flowbridge.version) started: \(config.flow.sources.count) sources, broker \(address), day in \(zone.identifier), state \(store.path)")
+        log.log(.info, "flowbridge \(Flowbridge.version) started: \(config.flow.sources.count) sources, broker \(address), day in \(zone.identifier), state \(store.path), day book \(context.bookPath(configured: config.bookFile, statePath: store.path))")
         // Started from the top, stopped from the bottom:
         // - the signals first, so that a second signal is heard until the very end;
         // - the systemd status: ready (configured, the state loaded) before the connection's
         //   events update it, whether or not the broker answers;
         // - the connection: connects and subscribes; stopped last, with `offline` as its final message;
-        // - the state: written at the stop, with what the sinks keep once they are done;
+        // - the state: written at the stop, with what the sinks keep once they are done and what
+        //   still waits for the day book;
+        // - the day book: writes closed slots and days as they come; at the stop, the last ones;
         // - each sink: delivers what it still holds within 300 ms, in the order they were made;
         // - the engine's clock: a tick a second; at the stop a last one, whose pushes the sinks take;
         // - the intake: stopped first, so that no message is taken while the others stop;
@@ -124,6 +126,8 @@ package struct Daemon {
                 if !sink.stop(timeout: .milliseconds(300)) { log.log(.warning, "sink \(sink.name) did not take its last pushes in time") }
             })
         }
+        let bookPath = context.bookPath(configured: config.bookFile, statePath: store.path)
+        let bookServices: [any Service] = dryRun ? [] : [BookWriter(path: bookPath, bridge: bridge, log: log)]
         return [
             SignalHandling(
                 signals: signals, reload: reload.reload, stop: group.stop, status: status, statePath: dryRun ? nil : store.path, log: log),
@@ -136,11 +140,14 @@ package struct Daemon {
                         message: "stopped; the state could not be written to \(store.path) (see above): the day since the last save is lost")
                 }
             }),
-        ] + sinkServices + [
+        ] + bookServices + sinkServices + [
             EngineClock(bridge: bridge, status: status, messages: connection.messages),
             StartStopService(name: "message intake", stop: connection.stopTakingMessages),
         ] + (config.window.map { settings in
-            [WindowService(window: Window(settings: settings, log: log) { [status] in bridge.windowSnapshot(at: Date(), status: status.status) }, log: log)]
+            // The page's days and months: the first flow widget's, from the book.
+            let periods = config.flow.widgets.first.map { BookPeriods(path: bookPath, widget: $0.name) }
+            let window = Window(settings: settings, periods: periods, log: log) { [status] in bridge.windowSnapshot(at: Date(), status: status.status) }
+            return [WindowService(window: window, log: log)]
         } ?? [])
     }
 

@@ -146,7 +146,7 @@ func replayWithLog(
             switch item {
             case .push(let widget, let at, let push): output.append(replay.pushLine(widget: widget, at: at, patch: push.patch))
             case .diagnostic(let diagnostic): log.append((time, diagnostic))
-            case .accounts: break
+            case .accounts, .closedDay, .closedSlot, .refused, .sourceSilent, .sourceBack: break
             }
         }
     }

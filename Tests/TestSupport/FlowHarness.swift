@@ -8,6 +8,11 @@ public struct EngineHarness {
     public var diagnostics: [Diagnostic] = []
     public var accountOutputs: [(at: Date, widget: String, accounts: FlowEngine.NodeAccounts)] = []
     public var moneyOutputs: [(at: Date, widget: String, money: MoneyReport)] = []
+    public var closedDays: [FlowEngine.ClosedDay] = []
+    public var closedSlots: [ClosedSlot] = []
+    public var refusals: [Refusal] = []
+    /// Each source's silences and returns, in order: (true, …) when it went quiet.
+    public var silences: [(silent: Bool, SourceSilence)] = []
 
     public init(_ config: FlowConfig, zone: any LocalTimeZone = FixedOffsetZone()) {
         engine = FlowEngine(config: config, zone: zone)
@@ -21,6 +26,11 @@ public struct EngineHarness {
             case .accounts(let widget, let at, let accounts, let money):
                 accountOutputs.append((at, widget, accounts))
                 if let money { moneyOutputs.append((at, widget, money)) }
+            case .closedDay(let day): closedDays.append(day)
+            case .closedSlot(let slot): closedSlots.append(slot)
+            case .refused(let refusal): refusals.append(refusal)
+            case .sourceSilent(let silence): silences.append((true, silence))
+            case .sourceBack(let silence): silences.append((false, silence))
             }
         }
     }

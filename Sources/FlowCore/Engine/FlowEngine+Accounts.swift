@@ -32,27 +32,36 @@ extension FlowEngine {
         }
     }
 
-    /// Closes every account of every node at `day`'s end. The closed day keeps the shown totals
-    /// (by `widget/node`) and each widget's accounts.
+    /// Closes every account of every node at `day`'s end, and the day's last slot. The closed day
+    /// keeps the shown totals (by `widget/node`), each widget's accounts by node and summed, its
+    /// money and its battery's range.
     mutating func closeDay(_ day: LocalDay, into out: inout [Output]) -> ClosedDay {
+        carryAccounts(to: day.end, into: &out)
+        closeSlot(at: day.end, in: day, into: &out)
         var closed = ClosedDay(date: day.date, totalsKWh: [:], accountsKWh: [:])
+        closed.hours = day.end.timeIntervalSince(day.start) / 3600
         for position in widgets.indices {
+            let name = widgets[position].config.name
             var accounts: [EnergyAccount: Double] = [:]
+            var byNode: [String: [EnergyAccount: Double]] = [:]
             for node in widgets[position].nodes.indices {
-                let state = widgets[position].nodes[node]
-                for index in state.accounts.indices {
-                    // The stretch up to midnight is priced as the day's, before the day closes.
-                    if let span = widgets[position].nodes[node].accounts[index].carry(to: day.end, maxGapSeconds: state.maxGapSeconds) {
-                        price(span, state.setup.accountKinds[index], at: state.place, inWidget: position, into: &out)
-                    }
-                    let energy = widgets[position].nodes[node].accounts[index].closeDay(at: day.end, maxGapSeconds: state.maxGapSeconds)
-                    accounts[state.setup.accountKinds[index], default: 0] += energy
-                    if index == state.setup.shown { closed.totalsKWh["\(widgets[position].config.name)/\(state.place)"] = energy }
+                let setup = widgets[position].nodes[node].setup
+                for index in setup.accountKinds.indices {
+                    let energy = widgets[position].nodes[node].accounts[index].closeDay(at: day.end, maxGapSeconds: setup.maxGapSeconds)
+                    accounts[setup.accountKinds[index], default: 0] += energy
+                    byNode[setup.place.description, default: [:]][setup.accountKinds[index]] = energy
+                    if index == setup.shown { closed.totalsKWh["\(name)/\(setup.place)"] = energy }
                 }
             }
-            if !accounts.isEmpty { closed.accountsKWh[widgets[position].config.name] = accounts }
+            if !accounts.isEmpty {
+                closed.accountsKWh[name] = accounts
+                closed.nodeAccountsKWh[name] = byNode
+            }
+            if let range = widgets[position].levelRange { closed.levelRangePercent[name] = range }
+            // The level at midnight is the new day's first.
+            widgets[position].levelRange = widgets[position].levelSource.flatMap { bank.sources[$0].reading.map { $0.value...$0.value } }
             if let money = moneyReport(of: position, at: day.end) {
-                closed.money[widgets[position].config.name] = money
+                closed.money[name] = money
                 widgets[position].money = DayMoney()
             }
             // The new day's accounts start at 0: sensors hear so at once, even when the closed
@@ -60,8 +69,30 @@ extension FlowEngine {
             widgets[position].accountsMoved = true
             widgets[position].accountsSent = nil
         }
-        unpricedSaid = []
+        pricing.unpricedSaid = []
         return closed
+    }
+
+    /// Counts every account's last rate up to `boundary` (midnight) and prices the stretch as the
+    /// closing day's, before the day's last slot and the day close.
+    mutating func carryAccounts(to boundary: Date, into out: inout [Output]) {
+        for position in widgets.indices {
+            for node in widgets[position].nodes.indices {
+                let setup = widgets[position].nodes[node].setup
+                for index in setup.accountKinds.indices {
+                    if let span = widgets[position].nodes[node].accounts[index].carry(to: boundary, maxGapSeconds: setup.maxGapSeconds) {
+                        price(span, setup.accountKinds[index], at: setup.place, inWidget: position, into: &out)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Widens widget `position`'s range of the day's battery level by a reading of `source`.
+    mutating func noteLevel(of source: Int, inWidget position: Int) {
+        guard source == widgets[position].levelSource, let level = bank.sources[source].reading?.value else { return }
+        let range = widgets[position].levelRange
+        widgets[position].levelRange = min(range?.lowerBound ?? level, level)...max(range?.upperBound ?? level, level)
     }
 
     /// The closed day's accounts, one line per flow widget; a warning when supply and use disagree

@@ -39,6 +39,6 @@ extension FlowEngine {
     }
 
     func sourceNames(_ node: NodeState) -> String {
-        node.terms.map { "source '\(sources[$0.source].config.name)'" }.joined(separator: ", ")
+        node.terms.map { "source '\(bank.sources[$0.source].config.name)'" }.joined(separator: ", ")
     }
 }

@@ -26,6 +26,17 @@ public struct FlowEngine: Sendable {
         /// day's money: with each push of the widget, and at most `accountsIntervalSeconds` apart
         /// while one moves.
         case accounts(widget: String, at: Date, NodeAccounts, money: MoneyReport?)
+        /// A local day closed: every widget's totals, accounts and money of it (the day book's
+        /// day rows). One per day, also for the days a long silence skips.
+        indirect case closedDay(ClosedDay)
+        /// A flow widget's 15-minute slot closed (the day book's slot rows).
+        indirect case closedSlot(ClosedSlot)
+        /// A payload a source did not read, and why.
+        indirect case refused(Refusal)
+        /// A source that had been sending values sent none for its `stale_after`.
+        indirect case sourceSilent(SourceSilence)
+        /// A source that had gone silent sent a value again.
+        indirect case sourceBack(SourceSilence)
     }
 
     /// Totals of a finished local day, by `widget/node`.
@@ -168,6 +179,11 @@ public struct FlowEngine: Sendable {
         var money: DayMoney?
         /// When a reading of a batch first left the widget waiting for the batch's end (`endBatch`).
         var batchedSince: Date?
+        /// What the accounts and money held when the open slot began.
+        var slotBase = SlotBase()
+        /// The storage node's level source, and the lowest and highest level it read today (%).
+        let levelSource: Int?
+        var levelRange: ClosedRange<Double>?
     }
 
     /// A progress widget: what it reads, and the rate behind its last push.
@@ -196,9 +212,8 @@ public struct FlowEngine: Sendable {
 
     public let config: FlowConfig
     let zone: any LocalTimeZone
-    var sources: [SourceState]
-    let exactTopics: [String: [Int]]
-    let wildcardTopics: [(filter: TopicFilter, source: Int)]
+    /// The sources and the topics that feed them.
+    var bank: SourceBank
     var widgets: [WidgetState]
     /// The progress widgets.
     var gauges: [GaugeState]
@@ -207,48 +222,36 @@ public struct FlowEngine: Sendable {
     /// content is being made copies nothing.
     var clampWatches: [ClampWatch]
     var limiter = DiagnosticLimiter()
+    /// The local day, its slot, and which event times are believed.
+    var dayClock: DayClock
     /// The local day the totals count; nil until the first event.
-    public internal(set) var day: LocalDay?
-    public internal(set) var lastClosedDay: ClosedDay?
-    /// Which event times are believed (late ones, and ones far ahead, wait for confirmation).
-    var timeline = EventTimeline()
+    public internal(set) var day: LocalDay? {
+        get { dayClock.day }
+        set { dayClock.day = newValue }
+    }
+    public internal(set) var lastClosedDay: ClosedDay? {
+        get { dayClock.lastClosedDay }
+        set { dayClock.lastClosedDay = newValue }
+    }
     /// When the daemon's first subscription was in place: a source's silence counts from here.
-    public internal(set) var subscribedAt: Date?
-    /// A jump ahead onto a later local day longer than this needs confirming: the longest `max_gap`
-    /// of the sources, a silence no total integrates across. A shorter one is an ordinary midnight.
-    let jumpSeconds: Double
+    public internal(set) var subscribedAt: Date? {
+        get { dayClock.subscribedAt }
+        set { dayClock.subscribedAt = newValue }
+    }
 
-    /// The import and export price over time (nil without a tariff, or without an export price),
-    /// and the sources that set them (by position).
-    var importPrices: PriceTimeline?
-    var exportPrices: PriceTimeline?
-    let importPriceSource: Int?
-    let exportPriceSource: Int?
-    /// Which timelines' unpriced energy the log heard of today: once a day each.
-    var unpricedSaid: Set<EnergyAccount> = []
+    /// The day's prices, and what the log said of energy without one.
+    var pricing: DayPricing
 
     /// The time of the latest event taken: deadlines are what comes after it.
-    public var clock: Date? { timeline.latest }
+    public var clock: Date? { dayClock.timeline.latest }
 
     /// Builds an engine for a config the Daemon has checked: every name a node refers to exists.
     public init(config: FlowConfig, zone: any LocalTimeZone) {
         self.config = config
         self.zone = zone
-        sources = config.sources.map { SourceState(config: $0) }
-        jumpSeconds = config.sources.map(\.maxGapSeconds).max() ?? SourceConfig.defaultMaxGapSeconds
-        var index: [String: Int] = [:]
-        var exact: [String: [Int]] = [:]
-        var wildcard: [(TopicFilter, Int)] = []
-        for (position, source) in config.sources.enumerated() {
-            index[source.name] = position
-            if source.topic.isExact {
-                exact[source.topic.description, default: []].append(position)
-            } else {
-                wildcard.append((source.topic, position))
-            }
-        }
-        exactTopics = exact
-        wildcardTopics = wildcard
+        bank = SourceBank(config: config)
+        dayClock = DayClock(jumpSeconds: config.sources.map(\.maxGapSeconds).max() ?? SourceConfig.defaultMaxGapSeconds)
+        let index = Dictionary(config.sources.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { _, last in last })
         func terms(of rate: RateSpec) -> [Term] {
             guard case .sum(let list) = rate else { return [] }
             return list.map { Term(source: index[$0.source]!, sign: $0.negated ? -1 : 1) }
@@ -287,7 +290,7 @@ public struct FlowEngine: Sendable {
             let reads = rateSources.union(nodes.compactMap(\.level)).union(nodes.flatMap { $0.setup.counters.compactMap { $0 } })
             return WidgetState(
                 config: widget, nodes: nodes, policy: PatchPolicy(config: widget.policy), integrateOn: integrateOn,
-                reads: reads, balanceNode: balance)
+                reads: reads, balanceNode: balance, levelSource: nodes.first { $0.place == .storage }?.level)
         }
         self.widgets = widgets
         gauges = config.progressWidgets.map { progress in
@@ -316,14 +319,7 @@ public struct FlowEngine: Sendable {
                 policy: PatchPolicy(config: progress.policy))
         }
         clampWatches = Array(repeating: ClampWatch(), count: widgets.count)
-        let tariff = config.tariff
-        func timeline(_ price: PriceConfig?) -> (PriceTimeline?, Int?) {
-            guard let price else { return (nil, nil) }
-            let source = price.base.sourceName.flatMap { index[$0] }
-            return (PriceTimeline(config: price, holdSeconds: source.flatMap { config.sources[$0].staleAfterSeconds }), source)
-        }
-        (importPrices, importPriceSource) = timeline(tariff?.importPrice)
-        (exportPrices, exportPriceSource) = timeline(tariff?.exportPrice)
+        pricing = DayPricing(config: config)
         for position in self.widgets.indices where config.isPriced(self.widgets[position].config) { self.widgets[position].money = DayMoney() }
     }
 

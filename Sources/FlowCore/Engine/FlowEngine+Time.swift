@@ -7,10 +7,11 @@ extension FlowEngine {
     /// midnight take effect.
     public mutating func tick(at time: Date) -> [Output] {
         var out: [Output] = []
-        let verdict = timeline.classify(time, day: day, jumpSeconds: jumpSeconds)
+        let verdict = dayClock.timeline.classify(time, day: day, jumpSeconds: dayClock.jumpSeconds)
         guard let now = take(time, verdict, into: &out), verdict != .late else { return out }
         interruptUnknownBalances(at: now)
         reportSilentSources(at: now, into: &out)
+        reportQuietSources(at: now, into: &out)
         offerAll(at: now, urgent: false, into: &out)
         sendMovedAccounts(at: now, into: &out)
         return out
@@ -22,7 +23,7 @@ extension FlowEngine {
     /// time before taking the message, so one line dated tomorrow must not close today).
     public mutating func tick(through end: Date) -> [Output] {
         var out: [Output] = []
-        let verdict = timeline.classify(end, day: day, jumpSeconds: jumpSeconds)
+        let verdict = dayClock.timeline.classify(end, day: day, jumpSeconds: dayClock.jumpSeconds)
         switch verdict {
         case .late, .ahead:
             _ = take(end, verdict, into: &out)
@@ -40,7 +41,7 @@ extension FlowEngine {
         while let deadline = nextDeadline, deadline <= end {
             out += tick(at: deadline)
         }
-        timeline.take(end, .onTime)
+        dayClock.timeline.take(end, .onTime)
         return out
     }
 
@@ -62,7 +63,7 @@ extension FlowEngine {
     /// on, and what is dated before it counts nothing unless the clock stays back.
     public mutating func clockStepped(by seconds: Double, at now: Date) -> [Output] {
         var out: [Output] = []
-        for position in sources.indices { sources[position].shift(by: seconds) }
+        for position in bank.sources.indices { bank.sources[position].shift(by: seconds) }
         for position in gauges.indices { gauges[position].policy.shift(by: seconds) }
         for position in widgets.indices {
             widgets[position].policy.shift(by: seconds)
@@ -72,18 +73,17 @@ extension FlowEngine {
             }
         }
         subscribedAt = subscribedAt?.addingTimeInterval(seconds)
-        importPrices?.shift(by: seconds)
-        exportPrices?.shift(by: seconds)
+        pricing.shift(by: seconds)
         let stepText = "the system clock stepped \(seconds > 0 ? "ahead" : "back") by \(durationText(seconds: seconds)) (now \(zone.clockText(at: now, withSeconds: true)) \(zone.identifier))"
-        if let day, timeline.isExcursion(now, day: day, jumpSeconds: jumpSeconds) {
-            timeline.take(now, .late)
+        if let day, dayClock.timeline.isExcursion(now, day: day, jumpSeconds: dayClock.jumpSeconds) {
+            dayClock.timeline.take(now, .late)
             out.append(.diagnostic(Diagnostic(
                 .warning,
                 "\(stepText), before the day \(day.date) began: the day \(day.date) goes on; what is dated before it counts nothing unless the clock stays back for \(durationText(seconds: EventTimeline.excursionHoldSeconds))"
             )))
             return out
         }
-        timeline.reset(to: now)
+        dayClock.timeline.reset(to: now)
         out.append(.diagnostic(Diagnostic(.warning, "\(stepText); no energy is counted across the step")))
         advanceDay(to: now, into: &out)
         offerAll(at: now, urgent: false, into: &out)
@@ -112,17 +112,19 @@ extension FlowEngine {
             if let since = gauges[position].batchedSince { consider(since.addingTimeInterval(Self.batchWaitSeconds)) }
         }
         if let day { consider(day.end) }
+        if let openSlot = dayClock.openSlot { consider(openSlot.end) }
         if let due = accountsDeadline { consider(due) }
-        for position in sources.indices {
-            if let subscribedAt, !sources[position].heard, !sources[position].reportedSilent {
-                consider(subscribedAt.addingTimeInterval(sources[position].config.silenceGraceSeconds))
+        for position in bank.sources.indices {
+            if let subscribedAt, !bank.sources[position].heard, !bank.sources[position].reportedSilent {
+                consider(subscribedAt.addingTimeInterval(bank.sources[position].config.silenceGraceSeconds))
             }
-            guard let staleAfter = sources[position].config.staleAfterSeconds, let reading = sources[position].reading else { continue }
+            if let due = silenceDue(of: position) { consider(due) }
+            guard let staleAfter = bank.sources[position].config.staleAfterSeconds, let reading = bank.sources[position].reading else { continue }
             consider(reading.at.addingTimeInterval(staleAfter))
             // A retained copy is stale at once but marked only once a live update is overdue.
-            if let heard = sources[position].lastValueAt, heard > reading.at { consider(heard.addingTimeInterval(staleAfter)) }
-            if sources[position].config.combine == .sum {
-                for part in sources[position].topics.values { consider(part.at.addingTimeInterval(staleAfter)) }
+            if let heard = bank.sources[position].lastValueAt, heard > reading.at { consider(heard.addingTimeInterval(staleAfter)) }
+            if bank.sources[position].config.combine == .sum {
+                for part in bank.sources[position].topics.values { consider(part.at.addingTimeInterval(staleAfter)) }
             }
         }
         return next
@@ -132,7 +134,7 @@ extension FlowEngine {
     /// its newest reading or sample of a total. Nil for a state without any.
     public var latestKnownTime: Date? {
         if let clock { return clock }
-        var times = sources.compactMap { $0.reading?.at }
+        var times = bank.sources.compactMap { $0.reading?.at }
         for widget in widgets {
             for node in widget.nodes {
                 for total in node.accounts {
@@ -149,9 +151,9 @@ extension FlowEngine {
     /// Applies the timeline's verdict on an event at `time`. Returns the time to take it at, or nil
     /// when the event is ignored (far ahead, unconfirmed).
     mutating func take(_ time: Date, _ verdict: EventTimeline.Verdict, into out: inout [Output]) -> Date? {
-        let latest = timeline.latest
-        let now = timeline.effectiveTime(time, verdict)
-        timeline.take(time, verdict)
+        let latest = dayClock.timeline.latest
+        let now = dayClock.timeline.effectiveTime(time, verdict)
+        dayClock.timeline.take(time, verdict)
         switch verdict {
         case .onTime:
             advanceDay(to: now, into: &out)
@@ -177,10 +179,15 @@ extension FlowEngine {
 
     // MARK: - The day
 
-    /// Closes every local day that ended before `now`; the widgets get their reset totals at once.
+    /// Closes every slot and every local day that ended before `now`; the widgets get their reset
+    /// totals at once.
     mutating func advanceDay(to now: Date, into out: inout [Output]) {
         guard var current = day else {
-            day = zone.day(containing: now)
+            let today = zone.day(containing: now)
+            day = today
+            // A fresh day's first slot carries the standing charge since midnight: the slots of a
+            // day add up to the day.
+            beginSlot(at: max(today.start, ClosedSlot.start(of: now)), standingCharge: 0)
             return
         }
         if now < current.start {
@@ -194,11 +201,18 @@ extension FlowEngine {
             day = corrected
             return
         }
+        if dayClock.openSlot == nil {
+            // A restored day saved without its slot: what it counted so far is in no slot.
+            let start = max(current.start, ClosedSlot.start(of: min(now, current.end.addingTimeInterval(-1))))
+            beginSlot(at: start, standingCharge: standingCharge(at: start, in: current))
+        }
+        closeSlots(endingBy: now, in: current, into: &out)
         guard now >= current.end else { return }
         var closedDays = 0
         while now >= current.end {
             let closed = closeDay(current, into: &out)
             lastClosedDay = closed
+            out.append(.closedDay(closed))
             if closedDays == 0 {
                 let summary = closed.totalsKWh.keys.sorted().map { "\($0) \(JSONValue.format(PatchPolicy.quantize(closed.totalsKWh[$0]!, step: 0.001))) kWh" }
                 out.append(.diagnostic(Diagnostic(.info, "day \(current.date) (\(zone.identifier)) closed: \(summary.isEmpty ? "no totals" : summary.joined(separator: ", "))")))
@@ -207,6 +221,8 @@ extension FlowEngine {
             closedDays += 1
             // After a long downtime, jump to today instead of closing empty days one by one.
             current = closedDays > 3 ? zone.day(containing: now) : zone.day(after: current)
+            beginSlot(at: current.start, standingCharge: 0)
+            closeSlots(endingBy: now, in: current, into: &out)
         }
         day = current
         offerAll(at: now, urgent: true, into: &out)

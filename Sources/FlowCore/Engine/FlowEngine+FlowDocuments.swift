@@ -31,7 +31,7 @@ extension FlowEngine {
                 total = PatchPolicy.quantize(energy.energyKWh, step: policy.totalStep)
             }
             var level: Double?
-            if let source = node.level, let reading = sources[source].reading {
+            if let source = node.level, let reading = bank.sources[source].reading {
                 level = min(100, max(0, PatchPolicy.quantize(reading.value, step: policy.levelStep)))
             }
             // Its place in the document: an input by its index among the inputs drawn.
@@ -67,7 +67,7 @@ extension FlowEngine {
         case .netCost:
             return moneyReport(of: position, at: now).map { "Net today \(currency.text($0.netCost))" }
         case .priceNow:
-            return importPrices?.price(at: now, zone: zone).map { "Now \(currency.priceText($0))" } ?? "No price now"
+            return pricing.importPrices?.price(at: now, zone: zone).map { "Now \(currency.priceText($0))" } ?? "No price now"
         }
     }
 

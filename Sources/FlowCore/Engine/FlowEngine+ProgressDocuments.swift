@@ -52,7 +52,7 @@ extension FlowEngine {
     func batteryDocument(
         _ gauge: GaugeState, capacityKWh: Double?, at now: Date, silent: inout [(name: String, since: Date)]
     ) -> GaugeDocument? {
-        guard let node = gauge.battery, let level = node.level, let reading = sources[level].reading else { return nil }
+        guard let node = gauge.battery, let level = node.level, let reading = bank.sources[level].reading else { return nil }
         let policy = gauge.config.policy
         let value = policy.fraction(reading.value / 100)
         var content = ProgressContent(shared: gauge.config.shared, value: value)
@@ -195,7 +195,7 @@ extension FlowEngine {
         let policy = gauge.config.policy
         let currency = money.currency
         var rows = [StatRow(label: "Import", value: currency.text(money.importCost))]
-        if exportPrices != nil { rows.append(StatRow(label: "Export", value: currency.text(-money.exportEarnings))) }
+        if pricing.exportPrices != nil { rows.append(StatRow(label: "Export", value: currency.text(-money.exportEarnings))) }
         if let saved = savedRow(money) { rows.append(saved) }
         rows.append(StatRow(label: "Net", value: "\(currency.text(money.netCost)) of \(currency.text(budget))"))
         if money.unpricedTotalKWh >= MoneyReport.unpricedShownKWh { rows.append(energyRow("Unpriced", money.unpricedTotalKWh, policy)) }
@@ -223,12 +223,12 @@ extension FlowEngine {
 
     /// Whether any source the bar reads has read: before that, a day's 0 kWh is no news.
     func hasRead(_ gauge: GaugeState) -> Bool {
-        gauge.reads.contains { sources[$0].reading != nil }
+        gauge.reads.contains { bank.sources[$0].reading != nil }
     }
 
     /// When the earliest of these silent sources last sent a value.
     func heldSince(_ silentSources: [Int], at now: Date) -> Date {
-        silentSources.compactMap { sources[$0].lastValueAt }.min() ?? now
+        silentSources.compactMap { bank.sources[$0].lastValueAt }.min() ?? now
     }
 
     /// The nodes of flow widget `position` that `include` picks and that show held readings of

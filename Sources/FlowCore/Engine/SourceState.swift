@@ -41,6 +41,9 @@ extension FlowEngine {
         var heard = false
         /// Warned about as silent since the subscription.
         var reportedSilent = false
+        /// Said to have gone quiet (`Output.sourceSilent`) after sending values: the time of its
+        /// last value then, until its next value.
+        var silentSince: Date?
         var stats = SourceStats()
         var fieldWatch = FieldWatch()
 
@@ -102,6 +105,7 @@ extension FlowEngine {
             reading?.at.addTimeInterval(seconds)
             for topic in topics.keys { topics[topic]?.at.addTimeInterval(seconds) }
             lastValueAt?.addTimeInterval(seconds)
+            silentSince?.addTimeInterval(seconds)
             fieldWatch.shift(by: seconds)
         }
 
@@ -109,6 +113,7 @@ extension FlowEngine {
         mutating func adoptSession(from old: SourceState) {
             heard = old.heard
             reportedSilent = old.reportedSilent
+            silentSince = old.silentSince
             if let reading, let heardAt = old.lastValueAt, heardAt > reading.at { lastValueAt = heardAt }
         }
     }

@@ -22,7 +22,7 @@ extension FlowEngine {
     /// earned, stretch by stretch at the price in force; energy without a price is counted apart.
     mutating func price(_ span: EnergySpan, _ account: EnergyAccount, at place: NodePlace, inWidget position: Int, into out: inout [Output]) {
         guard widgets[position].money != nil, let (amount, byExportPrice) = Self.pricing(of: account, at: place),
-            let prices = byExportPrice ? exportPrices : importPrices
+            let prices = pricing.prices(byExportPrice: byExportPrice)
         else { return }
         var priced = 0.0
         var unpriced = 0.0
@@ -40,11 +40,11 @@ extension FlowEngine {
 
     /// Once a day per direction: energy flowed without a price, and why.
     mutating func reportUnpriced(_ side: EnergyAccount, at now: Date, into out: inout [Output]) {
-        guard !unpricedSaid.contains(side), let prices = side == .exported ? exportPrices : importPrices else { return }
-        unpricedSaid.insert(side)
+        guard !pricing.unpricedSaid.contains(side), let prices = side == .exported ? pricing.exportPrices : pricing.importPrices else { return }
+        pricing.unpricedSaid.insert(side)
         var why = "it has no price"
-        if let position = side == .exported ? exportPriceSource : importPriceSource {
-            let source = sources[position].config
+        if let position = side == .exported ? pricing.exportPriceSource : pricing.importPriceSource {
+            let source = bank.sources[position].config
             if let last = prices.points.last, let hold = prices.holdSeconds {
                 why = "its price source '\(source.name)' (topic \(source.topic)) has sent no price since \(zone.clockText(at: last.heard, today: now)), and a price holds for its stale_after (\(durationText(seconds: hold)))"
             } else {
@@ -60,17 +60,17 @@ extension FlowEngine {
     /// A price source's accepted readings set its direction's price from `now`. Prices older than
     /// any stretch still to be priced are forgotten.
     mutating func takePrices(from accepted: [Int], at now: Date) {
-        guard importPriceSource != nil || exportPriceSource != nil else { return }
-        for source in accepted where source == importPriceSource || source == exportPriceSource {
-            guard let price = sources[source].reading?.value else { continue }
+        guard pricing.importPriceSource != nil || pricing.exportPriceSource != nil else { return }
+        for source in accepted where source == pricing.importPriceSource || source == pricing.exportPriceSource {
+            guard let price = bank.sources[source].reading?.value else { continue }
             let horizon = pendingSince ?? now
-            if source == importPriceSource {
-                importPrices?.take(price, at: now)
-                importPrices?.forget(before: horizon)
+            if source == pricing.importPriceSource {
+                pricing.importPrices?.take(price, at: now)
+                pricing.importPrices?.forget(before: horizon)
             }
-            if source == exportPriceSource {
-                exportPrices?.take(price, at: now)
-                exportPrices?.forget(before: horizon)
+            if source == pricing.exportPriceSource {
+                pricing.exportPrices?.take(price, at: now)
+                pricing.exportPrices?.forget(before: horizon)
             }
         }
     }
@@ -95,7 +95,12 @@ extension FlowEngine {
 
     /// The standing charge accrued through the local day at `now`.
     func standingCharge(at now: Date) -> Double {
-        guard let tariff = config.tariff, let day else { return 0 }
+        day.map { standingCharge(at: now, in: $0) } ?? 0
+    }
+
+    /// The standing charge accrued through `day` at `now`.
+    func standingCharge(at now: Date, in day: LocalDay) -> Double {
+        guard let tariff = config.tariff else { return 0 }
         let share = now.timeIntervalSince(day.start) / day.end.timeIntervalSince(day.start)
         return tariff.standingChargePerDay * min(1, max(0, share))
     }
@@ -105,7 +110,7 @@ extension FlowEngine {
         guard let money = widgets[position].money, let tariff = config.tariff else { return nil }
         return money.report(
             standingCharge: standingCharge(at: now), currency: tariff.currency, hasConsumption: widgets[position].config.output != nil,
-            importPrice: importPrices?.price(at: now, zone: zone), exportPrice: exportPrices?.price(at: now, zone: zone),
+            importPrice: pricing.importPrices?.price(at: now, zone: zone), exportPrice: pricing.exportPrices?.price(at: now, zone: zone),
             dayStart: day?.start)
     }
 
@@ -115,20 +120,8 @@ extension FlowEngine {
         return moneyReport(of: position, at: now)
     }
 
-    /// The import and export price at `instant` and when each next changes to another price (a
-    /// DST change or a zone of the same price in between is no change), for `check`.
+    /// The import and export price at `instant` and when each next changes (see `DayPricing`).
     public func priceOutlook(at instant: Date) -> [(account: EnergyAccount, pricePerKWh: Double?, nextChange: Date?)] {
-        [(EnergyAccount.imported, importPrices), (.exported, exportPrices)].compactMap { account, prices in
-            guard let prices else { return nil }
-            let now = prices.price(at: instant, zone: zone)
-            var next = prices.nextChange(after: instant, zone: zone)
-            // Zones repeat each week: a price that has not changed in eight days never does.
-            let horizon = instant.addingTimeInterval(8 * 86_400)
-            while let found = next, found < horizon, prices.price(at: found, zone: zone) == now {
-                next = prices.nextChange(after: found, zone: zone)
-            }
-            if let found = next, found >= horizon || prices.price(at: found, zone: zone) == now { next = nil }
-            return (account, now, next)
-        }
+        pricing.priceOutlook(at: instant, zone: zone)
     }
 }

@@ -15,20 +15,8 @@ extension FlowEngine {
 
     public func snapshot() -> JSONValue {
         var state: [String: JSONValue] = ["version": .number(Double(Self.stateVersion))]
-        if let day {
-            state["day"] = .string(day.date.description)
-            state["day_start"] = .number(day.start.timeIntervalSince1970)
-        }
-        var readings: [String: JSONValue] = [:]
-        for source in sources {
-            guard let reading = source.reading else { continue }
-            var entry: [String: JSONValue] = ["value": .number(reading.value), "t": .number(reading.at.timeIntervalSince1970)]
-            if source.config.combine == .sum {
-                entry["topics"] = .object(source.topics.mapValues { ["value": .number($0.value), "t": .number($0.at.timeIntervalSince1970)] })
-            }
-            readings[source.config.name] = .object(entry)
-        }
-        state["readings"] = .object(readings)
+        state.merge(dayClock.snapshot) { first, _ in first }
+        state["readings"] = bank.readingsSnapshot
         // `totals` keeps what the widgets show, as before accounts (an older release reads it
         // back); `accounts` has every direction of every node.
         var totals: [String: JSONValue] = [:]
@@ -48,14 +36,83 @@ extension FlowEngine {
             for widget in widgets { if let day = widget.money { money[widget.config.name] = day.json(currency: tariff.currency) } }
             state["money"] = .object(money)
             var prices: [String: JSONValue] = [:]
-            for (account, timeline) in [(EnergyAccount.imported, importPrices), (.exported, exportPrices)] {
+            for (account, timeline) in [(EnergyAccount.imported, pricing.importPrices), (.exported, pricing.exportPrices)] {
                 if let timeline, let json = timeline.json { prices[account.rawValue] = json }
             }
             if !prices.isEmpty { state["prices"] = .object(prices) }
             // The day's line about unpriced energy is said once a day, restarts included.
-            if !unpricedSaid.isEmpty { state["unpriced_said"] = .array(unpricedSaid.sorted().map { .string($0.rawValue) }) }
+            if !pricing.unpricedSaid.isEmpty { state["unpriced_said"] = .array(pricing.unpricedSaid.sorted().map { .string($0.rawValue) }) }
         }
+        if let slot = slotSnapshot() { state["slot"] = slot }
+        var levels: [String: JSONValue] = [:]
+        for widget in widgets {
+            if let range = widget.levelRange { levels[widget.config.name] = [.number(range.lowerBound), .number(range.upperBound)] }
+        }
+        if !levels.isEmpty { state["level_range"] = .object(levels) }
         return .object(state)
+    }
+
+    /// The open slot: its start, the standing charge accrued then, and what each widget's accounts
+    /// and money held then (keyed like `accounts`), so a restart neither loses the slot's energy so
+    /// far nor counts it twice.
+    func slotSnapshot() -> JSONValue? {
+        guard let openSlot = dayClock.openSlot else { return nil }
+        var bases: [String: JSONValue] = [:]
+        for widget in widgets {
+            var accounts: [String: JSONValue] = [:]
+            var index = 0
+            for node in widget.nodes {
+                for kind in node.setup.accountKinds {
+                    if index < widget.slotBase.accountsKWh.count {
+                        accounts["\(node.place)/\(kind)"] = .number(widget.slotBase.accountsKWh[index])
+                    }
+                    index += 1
+                }
+            }
+            var base: [String: JSONValue] = ["accounts": .object(accounts)]
+            if let money = widget.slotBase.money, let tariff = config.tariff { base["money"] = money.json(currency: tariff.currency) }
+            bases[widget.config.name] = .object(base)
+        }
+        return .object([
+            "start": .number(openSlot.start.timeIntervalSince1970), "standing_charge": .number(widgets.first?.slotBase.standingCharge ?? 0),
+            "widgets": .object(bases),
+        ])
+    }
+
+    /// Takes back the saved open slot and the day's battery ranges, once the day, the accounts and
+    /// the money are restored. A slot outside the restored day, or a base above what its account
+    /// holds now, is no slot of this day: the slot then opens at the next event with what the
+    /// accounts hold, as after a state saved without one.
+    mutating func restoreSlot(from state: JSONValue, times: ClosedRange<Double>, maxDayKWh: Double) {
+        for position in widgets.indices {
+            guard let saved = state["level_range"]?[widgets[position].config.name]?.arrayValue, saved.count == 2,
+                let low = saved[0].numberValue, let high = saved[1].numberValue, 0 <= low, low <= high, high <= 100
+            else { continue }
+            widgets[position].levelRange = low...high
+        }
+        guard let day, let slot = state["slot"], let start = slot["start"]?.numberValue, times.contains(start),
+            day.start.timeIntervalSince1970 <= start, start < day.end.timeIntervalSince1970
+        else { return }
+        let standingPerDay = config.tariff?.standingChargePerDay ?? 0
+        let standing = slot["standing_charge"]?.numberValue.flatMap { (0...max(standingPerDay, 0)).contains($0) ? $0 : nil } ?? 0
+        let maxAmount = maxDayKWh * TariffConfig.largestPricePerKWh
+        for position in widgets.indices {
+            let saved = slot["widgets"]?[widgets[position].config.name]
+            var base = SlotBase(accountsKWh: [], money: widgets[position].money, standingCharge: standing)
+            for node in widgets[position].nodes {
+                for (kind, total) in zip(node.setup.accountKinds, node.accounts) {
+                    let value = saved?["accounts"]?["\(node.place)/\(kind)"]?.numberValue
+                    base.accountsKWh.append(value.flatMap { 0 <= $0 && $0 <= total.energyKWh ? $0 : nil } ?? total.energyKWh)
+                }
+            }
+            if let tariff = config.tariff, let money = saved?["money"],
+                case .restored(let restored) = DayMoney.restored(from: money, currency: tariff.currency, maxAmount: maxAmount, maxDayKWh: maxDayKWh)
+            {
+                base.money = restored
+            }
+            widgets[position].slotBase = base
+        }
+        dayClock.openSlot = OpenSlot(start: Date(timeIntervalSince1970: start))
     }
 
     /// How far apart the start of one date can be in two zones: UTC−12 to UTC+14.
@@ -79,59 +136,15 @@ extension FlowEngine {
         }
         var skipped: [Diagnostic] = []
         func skip(_ what: String) { skipped.append(Diagnostic(.warning, "state: \(what) is damaged; left out")) }
-        var restoredDay: LocalDay?
-        var savedDayStart = 0.0
-        if state["day"] != nil || state["day_start"] != nil {
-            guard let start = state["day_start"]?.numberValue, Self.plausibleSeconds.contains(start),
-                let dateText = state["day"]?.stringValue, let date = CivilDate(dateText)
-            else { throw StateError(description: "its day is damaged") }
-            // The date in this zone: a state saved under another zone (`timezone:` or the system's
-            // changed) carries its day over to the same date here. Its start is where that date
-            // began in the zone it was saved in, at most the zones' widest difference (26 h) away.
-            guard let day = zone.day(on: date), abs(day.start.timeIntervalSince1970 - start) <= Self.zoneSpreadSeconds else {
-                throw StateError(description: "day \(date) does not start at \(JSONValue.format(start)) in any zone")
-            }
-            restoredDay = day
-            savedDayStart = start
-        }
+        let saved = try DayClock.restoredDay(from: state, zone: zone)
+        let restoredDay = saved?.day
+        let savedDayStart = saved?.savedStart ?? 0
         // Nothing in a state can be later than the end of its day, in this zone or the one it was
         // saved in (a move east ends the date earlier).
         let latestSeconds = restoredDay.map { max($0.end.timeIntervalSince1970, savedDayStart + Self.longestDaySeconds) }
         let times = Self.plausibleSeconds.lowerBound...(latestSeconds ?? Self.plausibleSeconds.upperBound)
-        var restoredSources = sources
-        func reading(_ json: JSONValue, of source: SourceConfig) -> Reading? {
-            guard let number = json["value"]?.numberValue, let at = json["t"]?.numberValue, times.contains(at),
-                Self.isPlausible(number, for: source)
-            else { return nil }
-            return Reading(value: number, at: Date(timeIntervalSince1970: at))
-        }
-        for (name, value) in state["readings"]?.objectValue ?? [:] {
-            guard let position = restoredSources.firstIndex(where: { $0.config.name == name }) else { continue }
-            let source = restoredSources[position].config
-            if source.combine == .sum {
-                // Per topic, each with its own age; a reading saved as one number (the source was
-                // `combine: latest`) says nothing about its topics and is left out.
-                guard let topics = value["topics"]?.objectValue else { continue }
-                var parts: [String: Reading] = [:]
-                // A topic the filter no longer matches belongs to an older config: left out quietly.
-                for (topic, entry) in topics.prefix(SourceState.maxTopics) where source.topic.matches(topic) {
-                    guard let part = reading(entry, of: source) else {
-                        skip("the reading of '\(name)' from \(topic)")
-                        continue
-                    }
-                    parts[topic] = part
-                }
-                restoredSources[position].topics = parts
-                restoredSources[position].recombine()
-            } else {
-                guard let restored = reading(value, of: source) else {
-                    skip("the reading of '\(name)'")
-                    continue
-                }
-                restoredSources[position].reading = restored
-            }
-            restoredSources[position].lastValueAt = restoredSources[position].reading?.at
-        }
+        var restoredBank = bank
+        restoredBank.restoreReadings(state["readings"], times: times, skip: skip)
         var restoredWidgets = widgets
         let savedTotals = state["totals"]?.objectValue ?? [:]
         // A state written before accounts has only `totals`: each restores into the account it
@@ -172,7 +185,8 @@ extension FlowEngine {
                 }
             }
         }
-        var restoredUnpricedSaid: Set<EnergyAccount> = []
+        var restoredPricing = pricing
+        restoredPricing.unpricedSaid = []
         if restoredDay != nil, let tariff = config.tariff {
             let maxAmount = maxDayKWh * TariffConfig.largestPricePerKWh
             for position in restoredWidgets.indices where restoredWidgets[position].money != nil {
@@ -185,15 +199,13 @@ extension FlowEngine {
                 case .damaged: skip("the money of '\(name)'")
                 }
             }
-            restoredUnpricedSaid = Set((state["unpriced_said"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(EnergyAccount.init(rawValue:)) })
-            let savedPrices = state["prices"]
-            importPrices = importPrices.map { $0.restored(from: savedPrices?[EnergyAccount.imported.rawValue], times: times, skip: skip) }
-            exportPrices = exportPrices.map { $0.restored(from: savedPrices?[EnergyAccount.exported.rawValue], times: times, skip: skip) }
+            restoredPricing.restore(from: state, times: times, skip: skip)
         }
-        sources = restoredSources
+        bank = restoredBank
         widgets = restoredWidgets
         day = restoredDay
-        unpricedSaid = restoredUnpricedSaid
+        pricing = restoredPricing
+        restoreSlot(from: state, times: times, maxDayKWh: maxDayKWh)
         return skipped
     }
 

@@ -33,7 +33,7 @@ extension FlowEngine {
     func noteSilent(_ index: Int, heldFor sources: [Int], inWidget position: Int, at now: Date, into silent: inout [Int: Date]) {
         let nodes = widgets[position].nodes
         for source in sources {
-            let since = self.sources[source].lastValueAt ?? now
+            let since = self.bank.sources[source].lastValueAt ?? now
             let named = nodes[index].isBalance
                 ? nodes.indices.filter { other in
                     nodes[other].place.slot != .inputs && nodes[other].terms.contains { $0.source == source }

@@ -23,9 +23,9 @@ extension FlowEngine {
             }
         }
         subscribedAt = old.subscribedAt
-        for position in sources.indices {
-            if let previous = old.sources.first(where: { $0.config.name == sources[position].config.name }) {
-                sources[position].adoptSession(from: previous)
+        for position in bank.sources.indices {
+            if let previous = old.bank.sources.first(where: { $0.config.name == bank.sources[position].config.name }) {
+                bank.sources[position].adoptSession(from: previous)
             }
         }
     }

@@ -17,10 +17,9 @@ extension FlowEngine {
     /// `endBatch()`): the widgets the reading moves are offered when the batch ends, not now.
     public mutating func receive(topic: String, payload: [UInt8], at time: Date, retained: Bool = false, inBatch: Bool = false) -> [Output] {
         var out: [Output] = []
-        let verdict = timeline.classify(time, day: day, jumpSeconds: jumpSeconds)
+        let verdict = dayClock.timeline.classify(time, day: day, jumpSeconds: dayClock.jumpSeconds)
         guard let now = take(time, verdict, into: &out) else { return out }
-        var matched = exactTopics[topic] ?? []
-        for (filter, source) in wildcardTopics where filter.matches(topic) { matched.append(source) }
+        let matched = bank.matching(topic)
         let kind: ReadingKind = verdict == .late ? .late : retained ? .retained : .live
         // Every source the message feeds reads first (one Tasmota payload can hold the power and
         // the day's energy), then the totals move, all with the same readings.
@@ -62,47 +61,47 @@ extension FlowEngine {
     /// Sources that have sent nothing at all since the subscription, past their grace: for the
     /// daemon's status line.
     public var silentSources: [String] {
-        sources.filter { $0.reportedSilent && !$0.heard }.map(\.config.name)
+        bank.sources.filter { $0.reportedSilent && !$0.heard }.map(\.config.name)
     }
 
     /// What each source has received so far.
     public var sourceStats: [String: SourceStats] {
-        Dictionary(uniqueKeysWithValues: sources.map { ($0.config.name, $0.stats) })
+        Dictionary(uniqueKeysWithValues: bank.sources.map { ($0.config.name, $0.stats) })
     }
 
     /// The latest reading of each source that has one (for `combine: sum`, the sum of its topics'
     /// as of the latest of them).
     public var readings: [String: Reading] {
         var all: [String: Reading] = [:]
-        for source in sources { all[source.config.name] = source.reading }
+        for source in bank.sources { all[source.config.name] = source.reading }
         return all
     }
 
     // MARK: - Freshness
     //
-    // Read through the engine, property by property: a call on `sources[i]` itself copies the
+    // Read through the engine, property by property: a call on `bank.sources[i]` itself copies the
     // whole source state (its config's texts and arrays retained and released), per message.
 
     func isStale(source position: Int, at now: Date) -> Bool {
-        guard let reading = sources[position].reading else { return false }
-        return SourceState.isStale(reading, at: now, after: sources[position].config.staleAfterSeconds)
+        guard let reading = bank.sources[position].reading else { return false }
+        return SourceState.isStale(reading, at: now, after: bank.sources[position].config.staleAfterSeconds)
     }
 
     /// The source's number at `now`; nil before its first reading. A `combine: sum` source that
     /// is not stale reads the sum of its fresh topics: a silent inverter reads 0 W.
     func value(ofSource position: Int, at now: Date) -> Double? {
-        guard let reading = sources[position].reading else { return nil }
-        guard sources[position].config.combine == .sum, !isStale(source: position, at: now) else { return reading.value }
-        let staleAfter = sources[position].config.staleAfterSeconds
+        guard let reading = bank.sources[position].reading else { return nil }
+        guard bank.sources[position].config.combine == .sum, !isStale(source: position, at: now) else { return reading.value }
+        let staleAfter = bank.sources[position].config.staleAfterSeconds
         var sum = 0.0
-        for part in sources[position].topics.values where !SourceState.isStale(part, at: now, after: staleAfter) { sum += part.value }
+        for part in bank.sources[position].topics.values where !SourceState.isStale(part, at: now, after: staleAfter) { sum += part.value }
         return sum
     }
 
     /// True once no value has arrived for `stale_after`: the meter went silent. (A retained copy is
     /// stale at once, but its source is silent only once a live update is overdue.)
     func isSilent(source position: Int, at now: Date) -> Bool {
-        guard let staleAfter = sources[position].config.staleAfterSeconds, let heardAt = sources[position].lastValueAt else { return false }
+        guard let staleAfter = bank.sources[position].config.staleAfterSeconds, let heardAt = bank.sources[position].lastValueAt else { return false }
         return now.timeIntervalSince(heardAt) >= staleAfter
     }
 
@@ -118,12 +117,14 @@ extension FlowEngine {
         // One retain. The way of a reading reads the config's fields in place (`setup.config.…`):
         // through `source`, a local accessor (even a `_read` one), each use copied the whole
         // config (callgrind: 950 instructions a message). `source` is for the messages.
-        let setup = sources[position].setup
+        let setup = bank.sources[position].setup
         var source: SourceConfig { setup.config }
         hear(position, topic: topic, at: now, into: &out)
         guard payload.count <= setup.config.maxPayloadBytes else {
-            sources[position].stats.oversized += 1
-            let count = sources[position].stats.oversized
+            bank.sources[position].stats.oversized += 1
+            let count = bank.sources[position].stats.oversized
+            out.append(.refused(Refusal(
+                source: source.name, topic: topic, at: now, reason: .oversized(bytes: payload.count, maxBytes: source.maxPayloadBytes))))
             note(.warning, key: "oversize:\(source.name)", at: now, into: &out) {
                 "source '\(source.name)' (topic \(topic)): a payload of \(payload.count) bytes is beyond its max_payload (\(source.maxPayloadBytes) bytes); not read (\(count) so far)"
             }
@@ -132,15 +133,17 @@ extension FlowEngine {
         let decoded = setup.config.decoder.decode(payload)
         if setup.config.decoder.path != nil { watchField(position, missing: decoded == .noField, at: now, into: &out) }
         let problem: String
+        let reason: Refusal.Reason
         switch decoded {
         case .noReading:
-            sources[position].stats.noReading += 1
+            bank.sources[position].stats.noReading += 1
             return false
         case .noField:
-            sources[position].stats.withoutField += 1
+            bank.sources[position].stats.withoutField += 1
             return false
         case .invalid(let why):
             problem = why.description
+            reason = .undecodable(why)
         case .value(let raw):
             let value = setup.config.convert(raw)
             switch setup.config.unit.quantity {
@@ -153,19 +156,24 @@ extension FlowEngine {
             case .price where abs(value) > TariffConfig.largestPricePerKWh:
                 problem = "a price of \(JSONValue.format(value)) per kWh is beyond \(JSONValue.format(TariffConfig.largestPricePerKWh)) per kWh: a wrong unit (EUR/MWh given as EUR/kWh?)"
             default:
-                if setup.config.combine == .sum, sources[position].topics[topic] == nil,
-                    sources[position].topics.count >= SourceState.maxTopics
+                if setup.config.combine == .sum, bank.sources[position].topics[topic] == nil,
+                    bank.sources[position].topics.count >= SourceState.maxTopics
                 {
+                    out.append(.refused(Refusal(source: source.name, topic: topic, at: now, reason: .tooManyTopics(max: SourceState.maxTopics))))
                     note(.warning, key: "topics:\(source.name)", at: now, into: &out) {
                         "source '\(source.name)' (topic \(source.topic)): \(topic) is left out of the sum, which reads at most \(SourceState.maxTopics) topics; narrow the topic filter"
                     }
                     return false
                 }
-                return sources[position].take(value, topic: topic, at: now, kind: kind)
+                let taken = bank.sources[position].take(value, topic: topic, at: now, kind: kind)
+                if taken, bank.sources[position].silentSince != nil { reportBack(position, at: now, into: &out) }
+                return taken
             }
+            reason = .implausible(problem)
         }
-        sources[position].stats.rejected += 1
-        let count = sources[position].stats.rejected
+        out.append(.refused(Refusal(source: source.name, topic: topic, at: now, reason: reason)))
+        bank.sources[position].stats.rejected += 1
+        let count = bank.sources[position].stats.rejected
         note(.warning, key: "reject:\(source.name)", at: now, into: &out) {
             "source '\(source.name)' (topic \(topic)): \(problem); reading ignored (\(count) so far)"
         }
@@ -197,8 +205,9 @@ extension FlowEngine {
             }
         }
         widgets[position].accountsMoved = true
-        guard let reading = sources[source].reading else { return }
-        let maxPowerW = sources[source].config.maxPowerW
+        noteLevel(of: source, inWidget: position)
+        guard let reading = bank.sources[source].reading else { return }
+        let maxPowerW = bank.sources[source].config.maxPowerW
         for node in widgets[position].nodes.indices {
             let counters = widgets[position].nodes[node].setup.counters
             for account in counters.indices where counters[account] == source {
@@ -215,7 +224,7 @@ extension FlowEngine {
 
     /// Says what a confirmed counter jump or reset did, and why.
     mutating func report(_ recount: CounterTrack.Recount, of position: Int, at now: Date, into out: inout [Output]) {
-        let source = sources[position].config
+        let source = bank.sources[position].config
         let from = JSONValue.format(PatchPolicy.quantize(recount.fromKWh, step: 0.001))
         let to = JSONValue.format(PatchPolicy.quantize(recount.toKWh, step: 0.001))
         let kept = JSONValue.format(PatchPolicy.quantize(recount.keptKWh, step: 0.001))
@@ -235,10 +244,10 @@ extension FlowEngine {
 
     /// A message for the source, readable or not: it is not silent.
     mutating func hear(_ position: Int, topic: String, at now: Date, into out: inout [Output]) {
-        guard !sources[position].heard else { return }
-        sources[position].heard = true
-        if sources[position].reportedSilent, let subscribedAt {
-            let name = sources[position].config.name
+        guard !bank.sources[position].heard else { return }
+        bank.sources[position].heard = true
+        if bank.sources[position].reportedSilent, let subscribedAt {
+            let name = bank.sources[position].config.name
             out.append(.diagnostic(Diagnostic(
                 .info, "source '\(name)' (topic \(topic)) reports after all, \(durationText(seconds: now.timeIntervalSince(subscribedAt))) after the subscription")))
         }
@@ -247,11 +256,11 @@ extension FlowEngine {
     /// One warning per source that sent nothing at all within its grace after the subscription.
     mutating func reportSilentSources(at now: Date, into out: inout [Output]) {
         guard let subscribedAt else { return }
-        for position in sources.indices where !sources[position].heard && !sources[position].reportedSilent {
-            let source = sources[position].config
+        for position in bank.sources.indices where !bank.sources[position].heard && !bank.sources[position].reportedSilent {
+            let source = bank.sources[position].config
             let waited = now.timeIntervalSince(subscribedAt)
             guard waited >= source.silenceGraceSeconds else { continue }
-            sources[position].reportedSilent = true
+            bank.sources[position].reportedSilent = true
             out.append(.diagnostic(Diagnostic(
                 .warning,
                 "source '\(source.name)' (topic \(source.topic)): no message at all in the \(durationText(seconds: waited)) since the subscription at \(zone.clockText(at: subscribedAt, today: now)); is the topic right (a typo?) and is the meter on?"
@@ -259,10 +268,38 @@ extension FlowEngine {
         }
     }
 
+    /// When source `position` goes quiet, if it has been sending values and is not quiet yet: its
+    /// `stale_after` past its last value, counted from the subscription at the earliest (a restart
+    /// is no silence of the meter's).
+    func silenceDue(of position: Int) -> Date? {
+        guard bank.sources[position].silentSince == nil, bank.sources[position].heard, let staleAfter = bank.sources[position].config.staleAfterSeconds,
+            let heardAt = bank.sources[position].lastValueAt
+        else { return nil }
+        return max(heardAt, subscribedAt ?? heardAt).addingTimeInterval(staleAfter)
+    }
+
+    /// Every source that had been sending values and whose `stale_after` passed without one.
+    mutating func reportQuietSources(at now: Date, into out: inout [Output]) {
+        for position in bank.sources.indices {
+            guard let due = silenceDue(of: position), now >= due, let heardAt = bank.sources[position].lastValueAt else { continue }
+            bank.sources[position].silentSince = heardAt
+            let source = bank.sources[position].config
+            out.append(.sourceSilent(SourceSilence(source: source.name, topic: source.topic.description, lastValueAt: heardAt, at: now)))
+        }
+    }
+
+    /// A quiet source sent a value again.
+    mutating func reportBack(_ position: Int, at now: Date, into out: inout [Output]) {
+        let since = bank.sources[position].silentSince ?? now
+        bank.sources[position].silentSince = nil
+        let source = bank.sources[position].config
+        out.append(.sourceBack(SourceSilence(source: source.name, topic: source.topic.description, lastValueAt: since, at: now)))
+    }
+
     /// Counts a message of a source with a `json:` field; says, now and then, how many lacked it.
     mutating func watchField(_ position: Int, missing: Bool, at now: Date, into out: inout [Output]) {
-        guard let summary = sources[position].fieldWatch.count(missing: missing, at: now) else { return }
-        let source = sources[position].config
+        guard let summary = bank.sources[position].fieldWatch.count(missing: missing, at: now) else { return }
+        let source = bank.sources[position].config
         let path = source.decoder.path?.description ?? ""
         let since = zone.clockText(at: summary.since, today: now)
         if summary.missing == summary.messages {

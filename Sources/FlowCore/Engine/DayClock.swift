@@ -1,0 +1,46 @@
+import FoundationEssentials
+
+extension FlowEngine {
+    /// The day's clock: the local day the totals count, the 15-minute slot they count in, which
+    /// event times are believed, and when the subscription began. Owns its share of the state (the
+    /// day, the slot's start).
+    struct DayClock: Sendable {
+        /// The local day the totals count; nil until the first event.
+        var day: LocalDay?
+        var lastClosedDay: ClosedDay?
+        /// The 15-minute slot the accounts count in; nil until the first event.
+        var openSlot: OpenSlot?
+        /// Which event times are believed (late ones, and ones far ahead, wait for confirmation).
+        var timeline = EventTimeline()
+        /// When the daemon's first subscription was in place: a source's silence counts from here.
+        var subscribedAt: Date?
+        /// A jump ahead onto a later local day longer than this needs confirming: the longest
+        /// `max_gap` of the sources, a silence no total integrates across. A shorter one is an
+        /// ordinary midnight.
+        let jumpSeconds: Double
+
+        init(jumpSeconds: Double) { self.jumpSeconds = jumpSeconds }
+
+        /// The day as saved: its date and where it began.
+        var snapshot: [String: JSONValue] {
+            guard let day else { return [:] }
+            return ["day": .string(day.date.description), "day_start": .number(day.start.timeIntervalSince1970)]
+        }
+
+        /// The saved day in `zone`, and where it began in the zone it was saved in; nil for a state
+        /// without a day. Throws when the day is damaged.
+        static func restoredDay(from state: JSONValue, zone: any LocalTimeZone) throws(StateError) -> (day: LocalDay, savedStart: Double)? {
+            guard state["day"] != nil || state["day_start"] != nil else { return nil }
+            guard let start = state["day_start"]?.numberValue, FlowEngine.plausibleSeconds.contains(start),
+                let dateText = state["day"]?.stringValue, let date = CivilDate(dateText)
+            else { throw StateError(description: "its day is damaged") }
+            // The date in this zone: a state saved under another zone (`timezone:` or the system's
+            // changed) carries its day over to the same date here. Its start is where that date
+            // began in the zone it was saved in, at most the zones' widest difference (26 h) away.
+            guard let day = zone.day(on: date), abs(day.start.timeIntervalSince1970 - start) <= FlowEngine.zoneSpreadSeconds else {
+                throw StateError(description: "day \(date) does not start at \(JSONValue.format(start)) in any zone")
+            }
+            return (day, start)
+        }
+    }
+}
