@@ -4,8 +4,11 @@
 SWIFT ?= swift
 # Debian packages the build, the tests and the benchmark need (jq and curl: the Home Assistant
 # add-on's run script, which the tests run).
-DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev libssl-dev libsqlite3-dev \
+DEB_PACKAGES := pkg-config libmosquitto-dev libcurl4-openssl-dev libyaml-dev libssl-dev libsqlite3-dev libmicrohttpd-dev \
                 mosquitto mosquitto-clients openssl tzdata systemd strace jq curl
+# And what `make test` needs besides (large, so only there): a real Prometheus that scrapes the
+# window, headless Chromium that opens its page, and Python for the screenshot check.
+TEST_PACKAGES := prometheus chromium python3
 # And what the ingest benchmark needs besides: a C compiler for its publisher, Python for the paho
 # bridge (paho-mqtt itself goes into a throwaway virtual environment), mqtt2prometheus.
 BENCH_PACKAGES := gcc curl python3 python3-venv prometheus-mqtt-exporter
@@ -70,6 +73,7 @@ run: build
 	scripts/demo.sh $(DEMO_ARGS) $(FLOWBRIDGE)
 
 test: deps
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(TEST_PACKAGES)"
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
 

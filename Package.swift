@@ -22,6 +22,10 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        // The window's HTTP listener. Debian: libmicrohttpd-dev.
+        .systemLibrary(
+            name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
         .target(name: "FlowCore"),
         .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
         .target(name: "Delivery", dependencies: ["FlowCore", "CCurl", "Mosquitto"]),
@@ -34,12 +38,14 @@ let package = Package(
         .target(name: "Persistence", dependencies: ["FlowCore", "Platform"]),
         // The day book: closed slots and days in SQLite, read back by period, priced again.
         .target(name: "DayBook", dependencies: ["FlowCore", "CSQLite"]),
+        // The window: a read-only HTTP listener, the status page, /metrics, the JSON API.
+        .target(name: "Window", dependencies: ["FlowCore", "Rendering", "Platform", "CMicroHTTPD"]),
         // The config language: YAML, the reader that names key and line, one loader per section.
-        .target(name: "Configuration", dependencies: ["FlowCore", "CYAML", "Platform", "Persistence", "Mosquitto", "Delivery"]),
+        .target(name: "Configuration", dependencies: ["FlowCore", "CYAML", "Platform", "Persistence", "Mosquitto", "Delivery", "Window"]),
         // The daemon's parts as services with one start and one stop order.
-        .target(name: "Runtime", dependencies: ["FlowCore", "DayBook", "Platform", "Persistence", "Configuration", "Mosquitto", "Delivery", "Rendering"]),
+        .target(name: "Runtime", dependencies: ["FlowCore", "DayBook", "Platform", "Persistence", "Configuration", "Mosquitto", "Delivery", "Rendering", "Window"]),
         // One type per command, each with its own options.
-        .target(name: "Commands", dependencies: ["FlowCore", "DayBook", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery"]),
+        .target(name: "Commands", dependencies: ["FlowCore", "DayBook", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery", "Window"]),
         .executableTarget(name: "flowbridge", dependencies: ["Commands", "Platform"]),
         .target(name: "TestSupport", dependencies: ["FlowCore", "Mosquitto"], path: "Tests/TestSupport"),
         // Replays in-process, for the tests of every module that reads a replay's documents.
@@ -58,10 +64,12 @@ let package = Package(
         .testTarget(name: "PlatformTests", dependencies: ["Platform", "FlowCore", "ReplaySupport", "TestSupport"]),
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "Platform", "Configuration", "Runtime", "Commands", "FlowCore", "ReplaySupport", "TestSupport"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "Platform", "Persistence", "Runtime", "Commands", "Delivery", "FlowCore", "ReplaySupport", "TestSupport"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "DayBook", "Platform", "Persistence", "Configuration", "Commands", "Mosquitto", "Delivery", "FlowCore", "ReplaySupport", "TestSupport"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "DayBook", "Window", "Platform", "Persistence", "Configuration", "Commands", "Mosquitto", "Delivery", "FlowCore", "ReplaySupport", "TestSupport"]),
         .testTarget(name: "CommandsTests", dependencies: ["Commands", "DayBook", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Discovery", "FlowCore", "Rendering", "Simulator", "ReplaySupport", "TestSupport"]),
         // What `deploy/` ships: the Home Assistant add-on and the container image.
         .testTarget(name: "DeploymentTests", dependencies: ["Commands", "Platform", "Persistence", "Configuration", "Runtime", "FlowCore", "Rendering", "TestSupport"]),
+        // The window: its access rules, routes, lifetime counters and config (its runs with a real Prometheus and Chromium: RuntimeTests).
+        .testTarget(name: "WindowTests", dependencies: ["Window", "Runtime", "DayBook", "Platform", "Persistence", "Configuration", "Commands", "Mosquitto", "Delivery", "FlowCore", "Rendering", "ReplaySupport", "TestSupport"]),
         .testTarget(name: "DayBookTests", dependencies: ["DayBook", "FlowCore", "Platform", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "Mosquitto", "TestSupport"]),
         .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),

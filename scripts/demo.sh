@@ -121,6 +121,8 @@ if ! grep -q "^  port: $port\$" "$config" || ! grep -q "^state_file: $work/state
   echo "error: Config/demo.yaml has no '  port: 1883' or 'state_file:' line to point at the demo's broker and folder" >&2
   exit 78
 fi
+# The window (status page, /metrics) on a port the system picks; the daemon's log says which.
+printf '\n# The demo'"'"'s window: the daemon says its address.\nhttp: {listen: 127.0.0.1:0}\n' >> "$config"
 mode=(--dry-run)
 if [ -n "${DEMO_URL:-}" ]; then
   # A YAML double-quoted string: backslashes and quotes escaped. The token stays in the environment.
@@ -157,8 +159,12 @@ else
   where="printed below, delivered nowhere (DEMO_URL and DEMO_TOKEN send them to a widget)"
   daemon="flowbridge run --dry-run --summary"
 fi
-"${detached[@]}" "$bin" run --config "$config" "${mode[@]}" --summary &
+"${detached[@]}" "$bin" run --config "$config" "${mode[@]}" --summary 2> >(tee "$work/run.log" >&2) &
 run_pid=$!
+window="(not yet listening)"
+if wait_for "window at http" "$work/run.log" "$run_pid" 100; then
+  window=$(sed -n 's|.*window at \(http://[^ ]*\).*|\1|p' "$work/run.log" | head -n 1)
+fi
 cat >&2 <<EOF
 flowbridge demo
   broker   mosquitto (pid $broker_pid) on 127.0.0.1:$port, private to the demo
@@ -169,6 +175,7 @@ flowbridge demo
   pushes   $where:
            each push's NDJSON line (the first the whole document, then merge patches) and under it
            the widget in words. The times are this machine's clock, not the simulated home's.
+  window   $window  (the status page; metrics and api/v1/state beside it)
 Ctrl-C stops it all.
 EOF
 started=$SECONDS

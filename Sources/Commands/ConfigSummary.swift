@@ -3,6 +3,7 @@ import FlowCore
 import FoundationEssentials
 import Mosquitto
 import Persistence
+import Window
 import Platform
 import Runtime
 
@@ -32,6 +33,11 @@ package struct ConfigSummary {
         lines.append("config OK: \(Self.counts(config)); day in \(zone.identifier); broker \(config.mqtt.host):\(config.mqtt.port)\(config.mqtt.tls.map { $0.insecure ? " (TLS, not verified)" : " (TLS)" } ?? "")")
         if config.mqtt.tls?.insecure == true { lines.append("warning: \(TLSOptions.insecureWarning)") }
         lines.append("state kept in \(statePath)")
+        if let window = config.window {
+            lines.append("window (status page, /metrics, /api/v1) on http://\(window.listen)/: \(window.whoMayLook)")
+        } else {
+            lines.append("window off (http: {listen: 127.0.0.1:8787} turns it on)")
+        }
         lines += bookLines
         let sources = Dictionary(flow.sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for widget in flow.widgets {

@@ -29,10 +29,11 @@ struct ConfigLoader {
         mqtt.maximumPayloadBytes = Self.maximumPayloadBytes(of: sources)
         let output = top.field("output").map { loadOutput($0, mqtt: &mqtt, topicPrefix: broker.topicPrefix, flow: flow) }
         let pushes = (widgets?.pushes ?? []).compactMap { loadPush(widget: $0.widget, $0.push) }
+        let window = top.field("http").flatMap(loadWindow)
         top.finish()
         return DaemonConfig(
             timezone: timezone, mqtt: mqtt, keepalives: keepalives, flow: flow, stateFile: stateFile, pushes: pushes,
-            output: output ?? OutputSettings(), bookFile: bookFile, billingDay: billingDay)
+            output: output ?? OutputSettings(), window: window, bookFile: bookFile, billingDay: billingDay)
     }
 
     /// A secret (the broker password, a widget API token) from `<key>_file` (a systemd credential

@@ -1,6 +1,7 @@
 import FlowCore
 import Glibc
 import Platform
+import Window
 
 /// The whole config file.
 public struct DaemonConfig: Sendable, Equatable {
@@ -14,6 +15,8 @@ public struct DaemonConfig: Sendable, Equatable {
     /// Where pushes go (see SinkSettings.swift): per widget to the widget API, and to `output:`.
     public var pushes: [PushSettings] = []
     public var output = OutputSettings()
+    /// `http:`: the window (status page, /metrics, JSON API); nil: no listener.
+    public var window: WindowSettings?
     /// Where the day book is kept; nil: beside the state file (`ConfigContext.bookPath`).
     public var bookFile: String?
     /// The day of the month a billing month starts on (1–28).

@@ -58,6 +58,9 @@ public final class MQTTSink: Sink {
 
     public func take(_ push: WidgetPush) { outbox.offer(push) }
 
+    /// Each message published, or refused by the connection.
+    public var health: DeliveryHealth? { core.record.current }
+
     /// A flow widget's accounts and money: published in the widget's sensors topic, on the sink's
     /// queue.
     public func take(accounts: WidgetAccounts) {
@@ -125,6 +128,7 @@ private final class Core: Sendable {
     let saved: Mutex<JSONValue?>
     let connection: any MQTTPublishing
     let log: @Sendable (Diagnostic) -> Void
+    let record = DeliveryRecord()
     let queue = DispatchQueue(label: "flowbridge.sink.mqtt.events")
     private let stopped = Atomic(false)
     /// Failed publishes on a live connection are said once a minute.
@@ -159,7 +163,9 @@ private final class Core: Sendable {
                     try connection.publish(topic: message.topic, payload: message.payload, qos: message.qos, retain: message.retain)
                     publication.published(message)
                     published.append(message)
+                    record.record(DeliveryHealth.delivered)
                 } catch {
+                    record.record(DeliveryHealth.failed, detail: "\(error)")
                     failed(error)
                 }
             }

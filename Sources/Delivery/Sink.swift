@@ -1,5 +1,6 @@
 import FlowCore
 import FoundationEssentials
+import Synchronization
 
 /// Where pushes go: standard output, the widget HTTP API, MQTT.
 ///
@@ -41,6 +42,8 @@ public protocol Sink: AnyObject, Sendable {
     /// Every account of a flow widget's nodes (kWh, full resolution), with each push of it and at
     /// most a minute apart while one moves: for sinks that carry energy sensors. Never blocks.
     func take(accounts: WidgetAccounts)
+    /// How its deliveries went so far (the window shows it); nil for a sink that does not say.
+    var health: DeliveryHealth? { get }
 }
 
 extension Sink {
@@ -53,6 +56,22 @@ extension Sink {
     public func reconfigure(_ flow: FlowConfig) {}
     /// The widget's document is all most sinks deliver.
     public func take(accounts: WidgetAccounts) {}
+    public var health: DeliveryHealth? { nil }
+}
+
+/// A sink's `DeliveryHealth`, written from its delivery thread and read from the window's.
+public final class DeliveryRecord: Sendable {
+    private let health = Mutex(DeliveryHealth())
+
+    public init() {}
+
+    public var current: DeliveryHealth { health.withLock { $0 } }
+
+    public func record(_ result: String, detail: String? = nil, at: Date = Date()) {
+        health.withLock { $0.record(result, detail: detail, at: at) }
+    }
+
+    public func setWaiting(_ waiting: Bool) { health.withLock { $0.waiting = waiting } }
 }
 
 /// A flow widget's accounts at an instant, as the engine counted them, and with a tariff the

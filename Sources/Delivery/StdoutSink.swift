@@ -13,6 +13,8 @@ public final class StdoutSink: Sink {
     private let outbox: Outbox
     /// Each flow widget's accounts as they last came (`run --summary` says them under the push).
     private let accounts: LatestAccounts
+    /// How the writes went, for the window.
+    private let record: DeliveryRecord
 
     /// - Parameters:
     ///   - fd: where the lines go (1).
@@ -28,6 +30,8 @@ public final class StdoutSink: Sink {
         let failed = OnceFlag()
         let accounts = LatestAccounts()
         self.accounts = accounts
+        let record = DeliveryRecord()
+        self.record = record
         outbox = Outbox(
             label: "stdout", capacity: capacity,
             deliver: { pushes in
@@ -50,7 +54,9 @@ public final class StdoutSink: Sink {
                         bytes.append(0x0A)
                     }
                 }
-                if let error = FileDescriptor.writeAll(bytes, to: fd), failed.setFirstTime() {
+                let error = FileDescriptor.writeAll(bytes, to: fd)
+                for _ in pushes { record.record(error == nil ? DeliveryHealth.delivered : DeliveryHealth.failed, detail: error) }
+                if let error, failed.setFirstTime() {
                     log(Diagnostic(.error, "standard output does not take the pushes any more (\(error)); they are dropped until a restart"))
                 }
             },
@@ -60,6 +66,8 @@ public final class StdoutSink: Sink {
     }
 
     public func take(_ push: WidgetPush) { outbox.offer(push) }
+
+    public var health: DeliveryHealth? { record.current }
 
     /// Kept for the summary; the NDJSON lines carry the widget's document only.
     public func take(accounts: WidgetAccounts) { self.accounts.latest.withLock { $0[accounts.widget] = accounts } }

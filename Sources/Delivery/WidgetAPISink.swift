@@ -36,6 +36,14 @@ public final class WidgetAPISink: Sink {
     fileprivate let ended = DispatchSemaphore(value: 0)
     fileprivate let abort = AbortFlag()
     fileprivate let log: @Sendable (Diagnostic) -> Void
+    /// How the requests went, for the window.
+    fileprivate let record = DeliveryRecord()
+
+    public var health: DeliveryHealth? {
+        var health = record.current
+        if mailbox.withLock({ $0.latest != nil }) { health.waiting = true }
+        return health
+    }
 
     public struct SetupError: Error, CustomStringConvertible {
         public var description: String
@@ -195,6 +203,8 @@ private final class DeliveryWorker {
             outcome = .failed(reason: reason, fateUnknown: requestSent)
         }
         if let diagnostic = delivery.complete(request, outcome, at: .now, jitter: .random(in: 0..<1)) { report(diagnostic) }
+        sink.record.record(outcome.word, detail: outcome.reason)
+        sink.record.setWaiting(!delivery.isSettled)
         publish(requestInFlight: false)
     }
 

@@ -63,6 +63,24 @@ public struct WidgetDelivery: Sendable {
         /// 429, 5xx, 408, a timeout, a network failure: retried with backoff (or after `Retry-After`).
         /// `fateUnknown`: the request may have been applied.
         case failed(reason: String, fateUnknown: Bool, retryAfterSeconds: Double? = nil)
+
+        /// Its name as the window counts it: `delivered`, `rejected`, `refused`, `failed`.
+        public var word: String {
+            switch self {
+            case .delivered: DeliveryHealth.delivered
+            case .rejected: "rejected"
+            case .refused: "refused"
+            case .failed: DeliveryHealth.failed
+            }
+        }
+
+        /// What the server said, or why the request failed; nil when it went through.
+        public var reason: String? {
+            switch self {
+            case .delivered: nil
+            case .rejected(let reason), .refused(let reason, _), .failed(let reason, _, _): reason
+            }
+        }
     }
 
     /// What a restart needs: the widget's document as last delivered, and whether it is in doubt.

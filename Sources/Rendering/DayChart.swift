@@ -40,6 +40,13 @@ public struct PowerHistory: Sendable {
         pushes.append(Push(at: at, rates: rates))
     }
 
+    /// Lets go of the pushes before `start` but the last of them (what was shown at `start`): a
+    /// daemon keeps only today's.
+    public mutating func dropDays(before start: Date) {
+        guard let first = pushes.firstIndex(where: { $0.at >= start }) ?? (pushes.isEmpty ? nil : pushes.count), first > 1 else { return }
+        pushes.removeFirst(first - 1)
+    }
+
     /// One chart per local day that holds a push, in order. A day starts with what the widget
     /// showed at its midnight (the last document of the day before) and ends at its midnight, or,
     /// on the last day, at `end` (when the replay stopped: the last document was still shown).
@@ -364,7 +371,7 @@ extension NodePlace {
 
 extension FlowContent {
     /// Every node of the document with its place, inputs first.
-    var nodes: [(place: NodePlace, node: FlowNode)] {
+    public var nodes: [(place: NodePlace, node: FlowNode)] {
         var all: [(NodePlace, FlowNode)] = (inputs ?? []).enumerated().map { (.input($0.offset), $0.element) }
         if let output { all.append((.output, output)) }
         if let storage { all.append((.storage, storage)) }

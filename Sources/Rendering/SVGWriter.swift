@@ -113,25 +113,7 @@ struct SVGWriter {
         attributes.map { " \($0.0)=\"\(escape($0.1))\"" }.joined()
     }
 
-    /// XML text: `<`, `>`, `&`, quotes as entities; control characters, which XML 1.0 does not allow
-    /// at all (a document holding one does not display), as U+FFFD.
-    static func escape(_ text: String) -> String {
-        var escaped = ""
-        escaped.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "&": escaped += "&amp;"
-            case "\"": escaped += "&quot;"
-            case "'": escaped += "&#39;"
-            case "\t", "\n", "\r": escaped.unicodeScalars.append(scalar)
-            case "\u{0}"..."\u{1F}", "\u{FFFE}", "\u{FFFF}": escaped += "\u{FFFD}"
-            default: escaped.unicodeScalars.append(scalar)
-            }
-        }
-        return escaped
-    }
+    static func escape(_ text: String) -> String { Markup.escape(text) }
 
     /// A coordinate or length: at most two decimals, no trailing zeros (`12`, `12.5`, `0.25`).
     static func number(_ value: Double) -> String {

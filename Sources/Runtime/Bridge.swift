@@ -7,6 +7,7 @@ import Glibc
 import Mosquitto
 import Persistence
 import Platform
+import Rendering
 import Synchronization
 
 /// The running daemon's state: the engine, the sinks its pushes go to, and when the state was last
@@ -29,6 +30,10 @@ final class Bridge: Sendable {
         /// The wall clock and the monotonic clock at the last event: a wall clock that moved
         /// differently from the monotonic one since then was stepped (NTP, a person).
         var lastEvent: (wall: Date, monotonic: ContinuousClock.Instant)?
+        /// The closed days' accounts and money, kept in the state: the window's lifetime counters.
+        var lifetime = LifetimeAccounts()
+        /// Per flow widget, today's pushes: the window's day chart.
+        var histories: [String: PowerHistory] = [:]
         /// Closed slots and days that wait for the day book (saved with the state).
         var book = BookQueue()
         /// The lines about sources that go quiet and come back.
@@ -47,27 +52,29 @@ final class Bridge: Sendable {
     let log: Logger
 
     init(
-        engine: FlowEngine, config: DaemonConfig, zone: any LocalTimeZone, sinks: [any Sink], store: StateStore?, book: BookQueue = BookQueue(),
-        log: Logger
+        engine: FlowEngine, lifetime: LifetimeAccounts = LifetimeAccounts(), config: DaemonConfig, zone: any LocalTimeZone, sinks: [any Sink],
+        store: StateStore?, book: BookQueue = BookQueue(), log: Logger
     ) {
-        state = Mutex(State(engine: engine, config: config, zone: zone, book: book))
+        var state = State(engine: engine, config: config, zone: zone, book: book)
+        state.lifetime = lifetime
+        self.state = Mutex(state)
         self.sinks = sinks
         self.store = store
         self.log = log
     }
 
     /// Builds the engine for `config` and restores the saved day into it, each sink's part, and
-    /// what waited for the day book.
+    /// what waited for the day book, and the closed days' lifetime accounts.
     static func engine(
         for config: DaemonConfig, zone: any LocalTimeZone, store: StateStore, access: StateStore.Access, configPath: String,
         sinks: [any Sink], log: Logger
-    ) throws(StateFileProblem) -> (engine: FlowEngine, book: BookQueue) {
+    ) throws(StateFileProblem) -> (engine: FlowEngine, book: BookQueue, lifetime: LifetimeAccounts) {
         var engine = FlowEngine(config: config.flow, zone: zone)
         let saved = try store.restore(into: &engine, access: access, configPath: configPath, log: log)
         if let sinkStates = saved?["sinks"]?.objectValue {
             for sink in sinks { sinkStates[sink.name].map(sink.restore) }
         }
-        return (engine, BookQueue(state: saved))
+        return (engine, BookQueue(state: saved), saved?["lifetime"].map(LifetimeAccounts.init(json:)) ?? LifetimeAccounts())
     }
 
     /// The config that runs.
@@ -170,8 +177,10 @@ final class Bridge: Sendable {
         state.lastEvent = (now, monotonic)
     }
 
-    /// Pushes to every sink, diagnostics to the log.
+    /// Pushes to every sink, diagnostics to the log; a day the engine closed goes into the
+    /// lifetime accounts, and each flow widget's push into its day chart.
     private func dispatch(_ outputs: [FlowEngine.Output], _ state: inout State) {
+        if let closed = state.engine.lastClosedDay, state.lifetime.add(closed) { state.saves.noteChange() }
         for output in outputs {
             switch output {
             case .push(let widget, let at, let push):
@@ -181,6 +190,7 @@ final class Bridge: Sendable {
                     widget: widget, at: at, sequence: sequence, patch: push.contentPatch, document: push.document,
                     held: push.held, isFullContent: push.isFullContent)
                 for sink in sinks { sink.take(item) }
+                recordChart(push, of: widget, at: at, &state)
             case .diagnostic(let diagnostic):
                 log.log(diagnostic)
             case .accounts(let widget, let at, let accounts, let money):
@@ -196,12 +206,22 @@ final class Bridge: Sendable {
         }
     }
 
-    /// The state file's content: the engine's day, what each sink keeps, what waits for the book.
+    /// A flow widget's push, for today's chart; the days before today are let go.
+    private func recordChart(_ push: PatchPolicy.Push, of widget: String, at: Date, _ state: inout State) {
+        guard case .flow(let flow) = push.document else { return }
+        let zone = state.zone
+        state.histories[widget, default: PowerHistory(zone: zone)].record(flow, held: push.held.nodes, at: at)
+        state.histories[widget]?.dropDays(before: zone.day(containing: at).start)
+    }
+
+    /// The state file's content: the engine's day, what each sink keeps, the lifetime accounts,
+    /// what waits for the book.
     private func snapshot(of state: State) -> JSONValue {
         var snapshot = state.engine.snapshot()
         let kept = sinks.compactMap { sink in sink.savedState.map { (sink.name, $0) } }
-        if !kept.isEmpty, case .object(var members) = snapshot {
-            members["sinks"] = .object(Dictionary(kept, uniquingKeysWith: { first, _ in first }))
+        if case .object(var members) = snapshot {
+            if !kept.isEmpty { members["sinks"] = .object(Dictionary(kept, uniquingKeysWith: { first, _ in first })) }
+            if state.lifetime.throughDay != nil { members["lifetime"] = state.lifetime.json }
             snapshot = .object(members)
         }
         return state.book.saved(in: snapshot)

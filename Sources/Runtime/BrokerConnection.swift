@@ -93,6 +93,8 @@ final class BrokerConnection: Service {
             status.update {
                 $0.broker = .connected
                 $0.refusedTopics = []
+                $0.connectedSince = Date()
+                $0.connections += 1
             }
             if let statusTopic { messages.publish(topic: statusTopic, payload: "online", qos: .atLeastOnce, retain: true) }
             // What the broker may have lost meanwhile: the widgets' content, the discovery.
@@ -110,7 +112,10 @@ final class BrokerConnection: Service {
             }
         case .disconnected(let reason):
             log.log(.warning, "broker connection: \(reason); reconnecting")
-            status.update { $0.broker = .waiting(cause: client.lastError?.cause ?? reason) }
+            status.update {
+                $0.broker = .waiting(cause: client.lastError?.cause ?? reason)
+                $0.connectedSince = nil
+            }
         case .subscriptionRefused(let filter, let reason):
             log.log(.error, Self.refusalText(filter: filter, reason: reason))
             status.update { if !$0.refusedTopics.contains(filter) { $0.refusedTopics.append(filter) } }

@@ -6,6 +6,7 @@ import Glibc
 import Mosquitto
 import Persistence
 import Platform
+import Window
 
 /// `flowbridge run`: the daemon. It subscribes to every source's topic, feeds the engine with the
 /// wall clock, ticks it every second (staleness, trailing pushes, midnight, state saves), and
@@ -93,7 +94,8 @@ package struct Daemon {
             let restored = try Bridge.engine(
                 for: config, zone: zone, store: store, access: dryRun ? .readOnly : .owner, configPath: configPath, sinks: sinks, log: log)
             bridge = Bridge(
-                engine: restored.engine, config: config, zone: zone, sinks: sinks, store: dryRun ? nil : store, book: restored.book, log: log)
+                engine: restored.engine, lifetime: restored.lifetime, config: config, zone: zone, sinks: sinks, store: dryRun ? nil : store,
+                book: restored.book, log: log)
         } catch { throw RunFailure(status: .config, message: "\(error)") }
         let status = StatusReporter(ServiceStatus(address: address, sourceCount: config.flow.sources.count), notifier: SystemdNotifier())
         let connection: BrokerConnection
@@ -117,7 +119,8 @@ package struct Daemon {
         // - the day book: writes closed slots and days as they come; at the stop, the last ones;
         // - each sink: delivers what it still holds within 300 ms, in the order they were made;
         // - the engine's clock: a tick a second; at the stop a last one, whose pushes the sinks take;
-        // - the intake: stopped first, so that no message is taken while the others stop.
+        // - the intake: stopped first, so that no message is taken while the others stop;
+        // - the window, when asked for: started once everything it shows runs, stopped before it.
         let sinkServices = sinks.reversed().map { sink in
             StartStopService(name: sink.name, stop: { [log] in
                 if !sink.stop(timeout: .milliseconds(300)) { log.log(.warning, "sink \(sink.name) did not take its last pushes in time") }
@@ -140,7 +143,12 @@ package struct Daemon {
         ] + bookServices + sinkServices + [
             EngineClock(bridge: bridge, status: status, messages: connection.messages),
             StartStopService(name: "message intake", stop: connection.stopTakingMessages),
-        ]
+        ] + (config.window.map { settings in
+            // The page's days and months: the first flow widget's, from the book.
+            let periods = config.flow.widgets.first.map { BookPeriods(path: bookPath, widget: $0.name) }
+            let window = Window(settings: settings, periods: periods, log: log) { [status] in bridge.windowSnapshot(at: Date(), status: status.status) }
+            return [WindowService(window: window, log: log)]
+        } ?? [])
     }
 
     /// Every source's topic filter, once.

@@ -1,4 +1,5 @@
 import Configuration
+import FoundationEssentials
 import Persistence
 import Platform
 import Synchronization
@@ -22,6 +23,10 @@ struct ServiceStatus: Equatable {
     var silentSources: [String] = []
     /// Topic filters the broker refused to subscribe (its ACL) on this connection.
     var refusedTopics: [String] = []
+    /// When the connection that is up came up (the window shows it).
+    var connectedSince: Date?
+    /// Connections so far, the first one included.
+    var connections = 0
 
     init(address: String, sourceCount: Int) {
         self.address = address
@@ -53,6 +58,8 @@ final class StatusReporter: Sendable {
     }
 
     var text: String { state.withLock { $0.status.text } }
+
+    var status: ServiceStatus { state.withLock { $0.status } }
 
     /// Ready means configured and running, not connected: a broker that is down at boot must not
     /// make the start time out. The status says what the connection is doing.

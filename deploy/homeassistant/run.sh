@@ -88,6 +88,8 @@ jq \
     } | present),
     timezone: .timezone,
     state_file: $state,
+    # The status page in the sidebar, through the ingress proxy (the only client let in).
+    http: {listen: "0.0.0.0:8099", ingress: true},
     output: (if .sensors == true then {mqtt: {home_assistant: true}} else null end),
     sources: ((.sources // []) | map({key: .name, value: (del(.name) | present)}) | from_entries),
     widgets: {

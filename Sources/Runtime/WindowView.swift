@@ -1,0 +1,92 @@
+import Configuration
+import Delivery
+import FlowCore
+import FoundationEssentials
+import Platform
+import Rendering
+import Window
+
+extension Bridge {
+    /// What the window shows, taken under the engine's lock in one go (copies of values only);
+    /// the pictures and texts are drawn from it afterwards, on the window's thread.
+    func windowSnapshot(at now: Date, status: ServiceStatus) -> WindowSnapshot {
+        let taken = state.withLock { state in
+            (engine: state.engine, lifetime: state.lifetime, histories: state.histories, zone: state.zone)
+        }
+        let engine = taken.engine
+        let documents = engine.currentDocuments(at: now)
+        var widgets: [WindowSnapshot.Widget] = []
+        for config in engine.config.widgets {
+            var widget = WindowSnapshot.Widget(name: config.name, document: documents[config.name])
+            let today = engine.accountTotals(ofWidget: config.name) ?? [:]
+            widget.todayKWh = today
+            widget.lifetimeKWh = taken.lifetime.totalKWh(of: config.name, today: today)
+            widget.money = engine.money(ofWidget: config.name)
+            widget.lifetimeMoney = taken.lifetime.money(of: config.name, today: widget.money)
+            widget.chart = taken.histories[config.name]?.charts(title: config.shared.label ?? config.name, through: now).last
+            widgets.append(widget)
+        }
+        for config in engine.config.progressWidgets {
+            widgets.append(WindowSnapshot.Widget(name: config.name, document: documents[config.name]))
+        }
+        let currency = engine.config.tariff?.currency.code ?? ""
+        let prices = engine.priceOutlook(at: now).map {
+            WindowSnapshot.Price(account: $0.account, pricePerKWh: $0.pricePerKWh, nextChange: $0.nextChange, currencyCode: currency)
+        }
+        let readings = engine.readings
+        let stats = engine.sourceStats
+        let silent = Set(engine.silentSources)
+        let sources = engine.config.sources.map { source -> WindowSnapshot.Source in
+            let reading = readings[source.name]
+            let freshness: WindowSnapshot.Source.Freshness
+            if silent.contains(source.name) {
+                freshness = .silent
+            } else if let reading {
+                freshness = source.staleAfterSeconds.map { now.timeIntervalSince(reading.at) >= $0 } == true ? .stale : .fresh
+            } else {
+                freshness = .waiting
+            }
+            let unit: String = switch source.unit.quantity {
+            case .power: "W"
+            case .energy: "kWh"
+            case .level: "%"
+            case .price: "\(engine.config.tariff?.currency.code ?? source.priceCurrency ?? "")/kWh"
+            }
+            return WindowSnapshot.Source(
+                name: source.name, topic: source.topic.description, unit: unit, value: reading?.value, readingAt: reading?.at, freshness: freshness,
+                stats: stats[source.name])
+        }
+        let sinks = self.sinks.map { WindowSnapshot.Sink(name: $0.name, destination: $0.destination, health: $0.health) }
+        let waitingCause: String? = if case .waiting(let cause) = status.broker { cause } else { nil }
+        let broker = WindowSnapshot.Broker(
+            address: status.address, connectedSince: status.connectedSince, reconnects: max(0, status.connections - 1), waitingCause: waitingCause)
+        return WindowSnapshot(
+            at: now, zone: taken.zone, version: Flowbridge.version, widgets: widgets, prices: prices, sources: sources, sinks: sinks, broker: broker)
+    }
+}
+
+/// The window as a part of the daemon: listens from its start to its stop.
+struct WindowService: Service {
+    let name = "window"
+    let window: Window
+    let log: Logger
+
+    func run() async throws {
+        let listener: HTTPListener
+        do {
+            listener = try HTTPListener(address: window.settings.listen, limits: window.settings.limits, respond: window.respond)
+        } catch {
+            throw RunFailure(status: .config, message: "http: \(error)")
+        }
+        let url = ListenAddress(host: window.settings.listen.host, port: listener.port)
+        log.log(.info, "window at http://\(Self.reachable(url))/ (\(window.settings.whoMayLook))")
+        defer { listener.stop() }
+        try await gracefulShutdown()
+    }
+
+    /// The address to open: a wildcard address (0.0.0.0, ::) is reached through loopback.
+    static func reachable(_ address: ListenAddress) -> ListenAddress {
+        guard address.host.bytes.allSatisfy({ $0 == 0 }) else { return address }
+        return ListenAddress(host: PeerAddress(text: address.host.bytes.count == 4 ? "127.0.0.1" : "::1")!, port: address.port)
+    }
+}

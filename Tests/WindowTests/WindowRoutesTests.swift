@@ -1,0 +1,101 @@
+import FlowCore
+import Foundation
+import Platform
+import TestSupport
+import ReplaySupport
+import Testing
+import Window
+
+/// The window's answers to requests, without a socket: routes, methods, headers, escaping.
+@Suite struct WindowRoutesTests {
+    static let zone = FixedOffsetZone(offsetSeconds: 3600)
+
+    static func snapshot(sourceName: String = "grid", topic: String = "meter/power") -> WindowSnapshot {
+        var widget = WindowSnapshot.Widget(name: "power", document: nil)
+        widget.todayKWh = [.imported: 1.5, .exported: 0]
+        widget.lifetimeKWh = [.imported: 11.5, .exported: 2]
+        let source = WindowSnapshot.Source(
+            name: sourceName, topic: topic, unit: "W", value: 1400, readingAt: Date(timeIntervalSince1970: 1_000), freshness: .stale, stats: nil)
+        return WindowSnapshot(
+            at: Date(timeIntervalSince1970: 1_030), zone: zone, version: "1.2.3", widgets: [widget], prices: [], sources: [source], sinks: [],
+            broker: .init(address: "127.0.0.1:1883", connectedSince: nil, reconnects: 2, waitingCause: "connection refused"))
+    }
+
+    static func window(_ snapshot: WindowSnapshot = snapshot(), ingress: Bool = false) -> Window {
+        guard case .success(let address) = ListenAddress.parse("127.0.0.1:0") else { fatalError() }
+        var settings = WindowSettings(listen: address)
+        settings.ingress = ingress
+        return Window(settings: settings, log: Logger(threshold: .error)) { snapshot }
+    }
+
+    static let loopback = PeerAddress(text: "127.0.0.1")
+
+    @Test(arguments: [
+        ("GET", "/", 200), ("HEAD", "/", 200), ("GET", "/metrics", 200), ("GET", "/api/v1/state", 200), ("GET", "/style.css", 200),
+        ("GET", "/api/v1/history", 404), ("GET", "/../etc/passwd", 404), ("GET", "/index.html", 404), ("POST", "/", 405),
+        ("DELETE", "/metrics", 405), ("PUT", "/api/v1/state", 405),
+    ])
+    func routes(method: String, path: String, status: Int) {
+        let response = Self.window().respond(HTTPRequest(method: method, path: path, peer: Self.loopback))
+        #expect(response.status == status)
+        #expect(response.header("Content-Security-Policy")?.contains("default-src 'none'") == true)
+        #expect(response.header("X-Content-Type-Options") == "nosniff")
+        if status == 405 { #expect(response.header("Allow") == "GET, HEAD") }
+    }
+
+    @Test(arguments: [(false, "frame-ancestors 'none'", "DENY"), (true, "frame-ancestors 'self'", "SAMEORIGIN")])
+    func framingOnlyUnderIngress(ingress: Bool, policy: String, frameOptions: String) {
+        let response = Self.window(ingress: ingress).respond(HTTPRequest(method: "GET", path: "/", peer: Self.loopback))
+        #expect(response.header("Content-Security-Policy")?.contains(policy) == true)
+        #expect(response.header("X-Frame-Options") == frameOptions)
+    }
+
+    /// What came from the config or the broker stays text in the page, and a label value in /metrics.
+    @Test func hostileNamesAreEscaped() {
+        let window = Self.window(Self.snapshot(sourceName: "a\"b\\c\nd", topic: "<script>alert(1)</script>"))
+        let page = String(decoding: window.respond(HTTPRequest(method: "GET", path: "/", peer: Self.loopback)).body, as: UTF8.self)
+        #expect(!page.contains("<script>"))
+        #expect(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
+        let metrics = String(decoding: window.respond(HTTPRequest(method: "GET", path: "/metrics", peer: Self.loopback)).body, as: UTF8.self)
+        #expect(metrics.contains(#"flowbridge_source_stale{source="a\"b\\c\nd"} 1"#), "\(metrics)")
+    }
+
+    @Test func thePageIsRelativeAndRefreshesItself() {
+        let page = String(decoding: Self.window().respond(HTTPRequest(method: "GET", path: "/", peer: Self.loopback)).body, as: UTF8.self)
+        #expect(page.contains(#"<meta http-equiv="refresh" content="30">"#))
+        #expect(page.contains(#"href="style.css""#))
+        #expect(page.contains(#"href="metrics""#))
+        #expect(!page.contains(#"href="/"#))
+        #expect(!page.contains("src="))
+        #expect(page.contains(#"<tr class="stale"><td>grid</td>"#))
+        #expect(page.contains("not connected: connection refused"))
+    }
+
+    @Test func energyIsALifetimeCounterInJoules() {
+        let metrics = String(decoding: Self.window().respond(HTTPRequest(method: "GET", path: "/metrics", peer: Self.loopback)).body, as: UTF8.self)
+        #expect(metrics.contains("# TYPE flowbridge_energy_joules_total counter"))
+        #expect(metrics.contains(#"flowbridge_energy_joules_total{account="import",widget="power"} 41400000"#), "\(metrics)")
+        #expect(metrics.contains(#"flowbridge_energy_joules_total{account="export",widget="power"} 7200000"#))
+        #expect(metrics.contains(#"flowbridge_source_reading_age_seconds{source="grid"} 30"#))
+        #expect(metrics.contains("flowbridge_broker_reconnects_total 2"))
+        #expect(metrics.contains("flowbridge_broker_connected 0"))
+    }
+
+    @Test func historyWithABook() throws {
+        struct Book: PeriodSource {
+            func periods(through now: Date, zone: any LocalTimeZone) -> PeriodRows? {
+                PeriodRows(days: [.init(period: "2026-12-05", accountsKWh: [.consumption: 9.5], netCost: 2.25)], months: [], currencyCode: "EUR")
+            }
+        }
+        guard case .success(let address) = ListenAddress.parse("127.0.0.1:0") else { return }
+        let window = Window(settings: WindowSettings(listen: address), periods: Book(), log: Logger(threshold: .error)) { Self.snapshot() }
+        let csv = window.respond(HTTPRequest(method: "GET", path: "/api/v1/history", format: "csv", peer: Self.loopback))
+        #expect(csv.status == 200)
+        #expect(String(decoding: csv.body, as: UTF8.self).contains("2026-12-05,,9.5,,,,,2.25"))
+        let json = try JSONValue(parsing: window.respond(HTTPRequest(method: "GET", path: "/api/v1/history", peer: Self.loopback)).body)
+        #expect(json["days"]?.arrayValue?.first?["net_cost"] == 2.25)
+        let page = String(decoding: window.respond(HTTPRequest(method: "GET", path: "/", peer: Self.loopback)).body, as: UTF8.self)
+        #expect(page.contains("The last 30 days"))
+        #expect(page.contains("<td>2026-12-05</td>"))
+    }
+}
