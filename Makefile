@@ -58,7 +58,7 @@ DEMO_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= PayloadDecoder Config MergePatch
 
-.PHONY: deps build run test release deb package-check image bench screenshot ha-check soak fuzz fuzz-seeds clean
+.PHONY: deps build run test release deb package-check image addon bench screenshot ha-check soak fuzz fuzz-seeds clean
 
 ## deps: install the Debian packages that are missing (apt-get, via sudo when not root).
 deps:
@@ -113,6 +113,12 @@ package-check: deb
 image: deb
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(IMAGE_PACKAGES)"
 	packaging/image.sh $(DEB) $(IMAGE) $(PACKAGING_WORK)
+
+## addon: the Home Assistant add-on's folder, .build/addon/flowbridge (packaging/addon.sh): the
+## add-on with its Dockerfile (deploy/Dockerfile's stages and its own lines) and the sources, from
+## which Home Assistant builds it on the device. Needs git, not Swift.
+addon:
+	packaging/addon.sh .build/addon/flowbridge
 
 ## bench: the ingest benchmark (bench/run.sh): flowbridge beside the C floor, mqtt2prometheus and
 ## a paho-mqtt bridge, and with a widget API sink pushing to the widget stand-in over HTTP and

@@ -28,7 +28,7 @@ podman import --quiet "$tarball" "$base" >/dev/null
 
 # RUN steps in chroot isolation: the OCI runtimes cannot start a container here.
 podman build --isolation=chroot -f "$repo/deploy/Dockerfile" \
-  --build-arg BASE="$base" --build-arg PACKAGE_FROM=context -t "$image" "$repo"
+  --build-arg BUILD_FROM="$base" --build-arg PACKAGE_FROM=context -t "$image" "$repo"
 
 mount=$(podman image mount "$image")
 unmount() {
