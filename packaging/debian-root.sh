@@ -28,12 +28,12 @@ mirror() {
         if (binary && match_suite && uris != "") { print uris; exit }
       }' "$file"
   done
-  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
+  { cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true; } \
     | awk -v suite="$suite" '$1 == "deb" { i = 2; if ($i ~ /^\[/) while ($i !~ /\]$/) i++; if ($i ~ /^\[/ || $i ~ /\]$/) i++; if ($(i + 1) == suite) print $i }'
 }
 
 if [ ! -s "$cache" ]; then
-  url=$(mirror | head -n 1)
+  url=$(mirror | sed -n 1p)  # (sed reads it all: under pipefail, a writer cut short fails the line)
   [ -n "$url" ] || { echo "error: no Debian $suite registry in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list" >&2; exit 69; }
   work=$(mktemp -d "$(dirname "$cache")/debootstrap-XXXXXX")
   trap 'rm -rf "$work"' EXIT

@@ -4,9 +4,9 @@
 # registry by itself; then, inside the root: `flowbridge --version`, `flowbridge check` on the
 # installed example, the installed unit through `systemd-analyze verify` (systemd installed into
 # the root after the package), a short `run --dry-run` against a mosquitto on this machine's
-# loopback that must print a push while a publisher publishes readings, and two purges: one that
-# must leave nothing of the package but the day's state, one asked (FLOWBRIDGE_PURGE_STATE=yes) to
-# remove that too.
+# loopback that must print a push while a publisher publishes readings, an upgrade that must keep
+# the owner's config, and two purges: one that must leave nothing of the package but the day's
+# state, one asked (FLOWBRIDGE_PURGE_STATE=yes) to remove that too.
 #
 # usage: packaging/package-check.sh PACKAGE.deb WORK_DIR    (make package-check)
 set -euo pipefail
@@ -114,6 +114,20 @@ wait "$daemon_pid" || fail "run --dry-run did not stop cleanly on SIGTERM"
 daemon_pid=""
 echo "flowbridge run --dry-run inside the root printed:"
 cat "$work/dry-run.log"
+
+step "upgrade: a newer package over it keeps the owner's config"
+# The same package as a newer version: the postinst takes the upgrade's path (a running service
+# is restarted, under systemd; no first-install notice), and dpkg keeps the edited conffile.
+echo "# written by its owner" >> "$root/etc/flowbridge/config.yaml"
+rm -rf "$work/upgrade"
+dpkg-deb -R "$deb" "$work/upgrade"
+sed -i 's/^Version: .*/&+upgrade/' "$work/upgrade/DEBIAN/control"
+dpkg-deb --root-owner-group -b "$work/upgrade" "$root/tmp/flowbridge_upgrade.deb" >/dev/null
+inside sh -c 'cd /tmp && DEBIAN_FRONTEND=noninteractive apt-get install -y ./flowbridge_upgrade.deb' | tee "$work/upgrade.log"
+grep -q "^Unpacking flowbridge (.*+upgrade) over (" "$work/upgrade.log" || fail "not an upgrade"
+! grep -q "then start the service" "$work/upgrade.log" || fail "the upgrade took the first install's path"
+tail -n 1 "$root/etc/flowbridge/config.yaml" | grep -q '^# written by its owner$' || fail "the upgrade replaced the owner's config"
+echo "upgraded; the owner's config kept"
 
 step "purge: the config goes, the day stays"
 # The state as the unit's StateDirectory= with DynamicUser= lays it out, written by the daemon.

@@ -296,8 +296,8 @@ struct HomeAssistantAddonTests {
         let data = try AddonData(options: ["sources": [], "inputs": []], service: nil, flowbridgeYAML: yaml)
         let run = try await Self.runScript(data, binary: Repository.binary, token: false)
         #expect(run.status == 78, "\(run.out)")
-        #expect(run.out.contains("\(data.path)/flowbridge.yaml:8"), "the line is the file's own\n\(run.out)")
-        #expect(run.out.contains("sun"), "\(run.out)")
+        #expect(run.out.contains("\(data.path)/flowbridge.yaml: line 8: widgets.power.flow.inputs[0].rate: unknown source 'sun'"),
+                "the key, and the line the file has it on\n\(run.out)")
         #expect(run.out.contains("flowbridge check refused the config (above); the daemon is not started"), "\(run.out)")
         #expect(!run.out.contains("broker:"), "no broker looked up for a file with its own\n\(run.out)")
         #expect(data.text("flowbridge.yaml")?.contains("\nmqtt: {") == false)
