@@ -16,7 +16,6 @@ out=$(mkdir -p "$2" && cd "$2" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 debian=$here/debian
-maintainer=${DEB_MAINTAINER:-$(sed -n 's/^ -- \(.*>\)  .*/\1/p' "$debian/changelog" | head -n 1)}
 
 version=$("$binary" --version | awk '{ print $2 }')
 changelog_version=$(dpkg-parsechangelog -l "$debian/changelog" -S Version)
@@ -27,6 +26,7 @@ fi
 # The changelog's date dates the man pages and every file, so two builds of one version are alike.
 SOURCE_DATE_EPOCH=$(dpkg-parsechangelog -l "$debian/changelog" -S Timestamp)
 export SOURCE_DATE_EPOCH
+maintainer=$(dpkg-parsechangelog -l "$debian/changelog" -S Maintainer)
 arch=$(dpkg --print-architecture)
 deb=$out/flowbridge_${version}_${arch}.deb
 root=$out/root
