@@ -29,6 +29,23 @@ HA_REQUIREMENTS = tools/ha-check/requirements-$(HA_VERSION).txt
 HA_VENV ?= .build/ha-check/venv-$(HA_VERSION)
 # And what the soak needs besides the broker: Python for its publisher and its checks.
 SOAK_PACKAGES := python3
+# And what `make deb` needs besides: Debian's packaging tools (dpkg-deb, dpkg-shlibdeps,
+# dpkg-parsechangelog), lintian, strip, and Python for the man pages.
+DEB_BUILD_PACKAGES := dpkg-dev lintian binutils python3
+# And what `make package-check` needs besides: debootstrap for the clean root, and a broker and
+# its publisher on this machine's loopback (Python finds the free port).
+PACKAGE_CHECK_PACKAGES := debootstrap mosquitto mosquitto-clients python3
+# And what `make image` needs besides: podman to build the image, debootstrap for its base.
+IMAGE_PACKAGES := podman debootstrap
+# The package: its version is the binary's (Sources/Platform/Version.swift), its architecture this
+# machine's, so an arm64 machine makes the arm64 package with the same targets.
+VERSION = $(shell sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/Platform/Version.swift)
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB = .build/deb/flowbridge_$(VERSION)_$(DEB_ARCH).deb
+# Where package-check and image keep their clean Debian root (the tarball is reused; delete it for
+# a fresh one) and the image's name.
+PACKAGING_WORK ?= .build/packaging
+IMAGE ?= localhost/flowbridge:$(VERSION)
 
 BENCH_MESSAGES ?= 150000
 BENCH_ROUNDS ?= 3
@@ -46,7 +63,7 @@ DEMO_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= PayloadDecoder Config MergePatch
 
-.PHONY: deps build run test release image-check bench screenshot ha-check soak fuzz fuzz-seeds clean
+.PHONY: deps build run test release deb package-check image addon bench screenshot ha-check soak fuzz fuzz-seeds clean
 
 ## deps: install the Debian packages that are missing (apt-get, via sudo when not root).
 deps:
@@ -80,10 +97,34 @@ test: deps
 release: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product flowbridge
 
-## image-check: the runtime packages of the container image (deploy/Dockerfile) against what the
-## release build loads (ldd, and libcurl's dlopen), by scripts/runtime-packages.sh.
-image-check: release
-	scripts/runtime-packages.sh .build/release/flowbridge deploy/Dockerfile
+## deb: flowbridge_<version>_<arch>.deb from the release build (packaging/deb.sh): the binary, the
+## systemd unit, the example config as a conffile, the docs and device examples, the man pages
+## made from `flowbridge help` and Config/flowbridge.yaml; dependencies from dpkg-shlibdeps and
+## libcurl's shlibs (it is opened with dlopen), checked against what the binary loads
+## (scripts/runtime-packages.sh); lintian must report no error.
+deb: release
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(DEB_BUILD_PACKAGES)"
+	packaging/deb.sh .build/release/flowbridge .build/deb
+
+## package-check: the package in a clean Debian bookworm root (packaging/package-check.sh):
+## apt-get install pulls its dependencies, then --version, check, systemd-analyze verify, a
+## dry run that prints a push from a mosquitto on loopback, and purges. Needs root.
+package-check: deb
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(PACKAGE_CHECK_PACKAGES)"
+	packaging/package-check.sh $(DEB) $(PACKAGING_WORK)
+
+## image: the container image (deploy/Dockerfile) from the package, built by podman onto the
+## clean Debian root imported as its base (packaging/image.sh); then the image is mounted and its
+## binary runs --version and check inside it (chroot), and its size is said. Needs root.
+image: deb
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(IMAGE_PACKAGES)"
+	packaging/image.sh $(DEB) $(IMAGE) $(PACKAGING_WORK)
+
+## addon: the Home Assistant add-on's folder, .build/addon/flowbridge (packaging/addon.sh): the
+## add-on with its Dockerfile (deploy/Dockerfile's stages and its own lines) and the sources, from
+## which Home Assistant builds it on the device. Needs git, not Swift.
+addon:
+	packaging/addon.sh .build/addon/flowbridge
 
 ## bench: the ingest benchmark (bench/run.sh): flowbridge beside the C floor, mqtt2prometheus and
 ## a paho-mqtt bridge, and with a widget API sink pushing to the widget stand-in over HTTP and

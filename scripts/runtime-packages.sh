@@ -1,31 +1,54 @@
 #!/usr/bin/env bash
-# Checks the container's runtime stage (the last FROM of the Dockerfile) against what the flowbridge
-# binary loads: every library `ldd` lists, and those it names for dlopen (libcurl.so.4, loaded when a
-# widget has push:), must come from a package the stage installs, a dependency of one, or the base
-# image (Debian's essential and required packages and their dependencies); and every library
-# package the stage installs must be loaded. Packages are looked up in this machine's dpkg
-# database, so it runs on Debian with the packages installed (make deps). `make image-check` runs it
-# on the release build; the tests on the debug build with --swift-runtime-linked, which leaves out
-# the Swift runtime's libraries (`--static-swift-stdlib` links them into the release build).
+# Checks a flowbridge package's dependencies against what its binary loads: every library `ldd`
+# lists, and those it names for dlopen (libcurl.so.4, loaded when a widget has push:), must come
+# from a package the .deb depends on, a dependency of one, or every Debian system (its essential
+# and required packages and their dependencies); and every library package it depends on must be
+# loaded. Packages are looked up in this machine's dpkg database, so it runs on Debian with the
+# packages installed (make deps). `make deb` runs it on the package it builds (packaging/deb.sh);
+# the tests on the debug build with --swift-runtime-linked, which leaves out the Swift runtime's
+# libraries (`--static-swift-stdlib` links them into the release build).
 #
-# usage: scripts/runtime-packages.sh [--swift-runtime-linked] BINARY DOCKERFILE
+# With --opened it prints the libraries the binary names for dlopen, `SONAME PATH` a line: the
+# dependencies that dpkg-shlibdeps, which reads only what the binary links, cannot see.
+#
+# usage: scripts/runtime-packages.sh [--swift-runtime-linked] BINARY PACKAGE.deb
+#        scripts/runtime-packages.sh --opened BINARY
 set -euo pipefail
 
 swift_runtime_linked=""
-if [ "${1:-}" = "--swift-runtime-linked" ]; then swift_runtime_linked=1; shift; fi
-[ $# -eq 2 ] || { echo "usage: $0 [--swift-runtime-linked] BINARY DOCKERFILE" >&2; exit 64; }
+opened_only=""
+case "${1:-}" in
+  --swift-runtime-linked) swift_runtime_linked=1; shift ;;
+  --opened) opened_only=1; shift ;;
+esac
+usage() { echo "usage: $0 [--swift-runtime-linked] BINARY PACKAGE.deb | $0 --opened BINARY" >&2; exit 64; }
+if [ -n "$opened_only" ]; then [ $# -eq 1 ] || usage; else [ $# -eq 2 ] || usage; fi
 binary=$1
-dockerfile=$2
-for tool in ldd dpkg dpkg-query awk; do
+package_file=${2:-}
+for tool in ldd dpkg dpkg-deb dpkg-query awk ldconfig; do
   command -v "$tool" >/dev/null || { echo "error: $tool is missing (Debian's dpkg and libc-bin)" >&2; exit 69; }
 done
 
-# The runtime stage's `apt-get install` packages: the words after `install` that are not options,
-# up to the end of that command.
-installed=$(awk '/^FROM /{stage=""} {stage = stage $0 "\n"} END{print stage}' "$dockerfile" \
-  | sed -e ':a' -e '/\\$/N; s/\\\n/ /; ta' \
-  | grep -o 'apt-get install[^&;|]*' | sed 's/^apt-get install//' | tr ' ' '\n' | grep -v '^-' | grep -v '^$' | sort -u || true)
-[ -n "$installed" ] || { echo "error: $dockerfile: no apt-get install in its last stage" >&2; exit 65; }
+# The libraries: ldd's, and the sonames the binary holds that it does not link (its dlopen names).
+linked=$(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// { print $1 " " $3 }')
+needed_names=$(echo "$linked" | awk '{ print $1 }')
+opened=""
+for name in $(grep -a -o 'lib[A-Za-z0-9_+-]*\.so\.[0-9][0-9]*' "$binary" | sort -u | grep -v -x -F "$needed_names" || true); do
+  path=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n && !found { print $NF; found = 1 }')
+  [ -n "$path" ] || { echo "error: $binary opens $name, which this machine does not have to look it up (make deps)" >&2; exit 69; }
+  opened=$(printf '%s\n%s' "$opened" "$name $path")
+done
+if [ -n "$opened_only" ]; then
+  sed '/^$/d' <<< "$opened"
+  exit 0
+fi
+linked=$(printf '%s%s' "$linked" "$opened")
+
+# What the package depends on (of alternatives, the first; without versions).
+[ -r "$package_file" ] || { echo "error: cannot read $package_file" >&2; exit 66; }
+installed=$(dpkg-deb -f "$package_file" Pre-Depends Depends | sed 's/^[A-Za-z-]*: //' | tr ',' '\n' \
+  | sed -e 's/|.*//' -e 's/(.*//' -e 's/:any//' -e 's/ //g' | grep -v '^$' | sort -u || true)
+[ -n "$installed" ] || { echo "error: $package_file depends on nothing" >&2; exit 65; }
 
 # The package that owns a file (the path as ldd says it, resolved, or without /usr on a merged /usr).
 owner() {
@@ -64,16 +87,6 @@ base=$(closure $(dpkg-query -W -f='${Package} ${Essential} ${Priority}\n' | awk 
 # shellcheck disable=SC2086
 from_stage=$(closure $installed)
 
-# The libraries: ldd's, and the sonames the binary holds that it does not link (its dlopen names).
-linked=$(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// { print $1 " " $3 }')
-needed_names=$(echo "$linked" | awk '{ print $1 }')
-opened=$(grep -a -o 'lib[A-Za-z0-9_+-]*\.so\.[0-9][0-9]*' "$binary" | sort -u | grep -v -x -F "$needed_names" || true)
-for name in $opened; do
-  path=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n && !found { print $NF; found = 1 }')
-  [ -n "$path" ] || { echo "error: $binary opens $name, which this machine does not have to look it up (make deps)" >&2; exit 69; }
-  linked=$(printf '%s\n%s' "$linked" "$name $path")
-done
-
 status=0
 used=" "
 while read -r name path; do
@@ -85,13 +98,13 @@ while read -r name path; do
   package=$(owner "$path") || { echo "error: $name ($path) belongs to no Debian package" >&2; status=1; continue; }
   used="$used$package "
   if grep -q -x -F "$package" <<< "$installed"; then
-    echo "$name: $package, installed by the image"
+    echo "$name: $package, a dependency of the package"
   elif grep -q -x -F "$package" <<< "$from_stage"; then
-    echo "$name: $package, a dependency of what the image installs"
+    echo "$name: $package, a dependency of what the package depends on"
   elif grep -q -x -F "$package" <<< "$base"; then
-    echo "$name: $package, in the base image"
+    echo "$name: $package, in every Debian system"
   else
-    echo "error: $name comes from $package, which $dockerfile does not install" >&2
+    echo "error: $name comes from $package, which $package_file does not depend on" >&2
     status=1
   fi
 done <<< "$linked"
@@ -99,10 +112,10 @@ for package in $installed; do
   case $package in
     lib*)
       if [[ $used != *" $package "* ]]; then
-        echo "error: $dockerfile installs $package, which $binary does not load" >&2
+        echo "error: $package_file depends on $package, which $binary does not load" >&2
         status=1
       fi ;;
-    *) echo "$package: data (installed by the image, not a library)" ;;
+    *) echo "$package: a dependency of the package, not a library" ;;
   esac
 done
 exit $status
