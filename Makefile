@@ -44,7 +44,7 @@ DEMO_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= PayloadDecoder Config MergePatch
 
-.PHONY: deps build run test release image-check bench screenshot ha-check soak fuzz fuzz-seeds clean
+.PHONY: deps build run test release image-check bench sd-writes screenshot ha-check soak fuzz fuzz-seeds clean
 
 ## deps: install the Debian packages that are missing (apt-get, via sudo when not root).
 deps:
@@ -93,6 +93,14 @@ bench: release
 	$(SWIFT) build --product WidgetStandIn
 	bench/run.sh .build/release/flowbridge $(BENCH_MESSAGES) $(BENCH_ROUNDS) $(BENCH_IDLE_SECONDS) \
 	  "$$($(SWIFT) build --show-bin-path)/WidgetStandIn"
+
+## sd-writes: what the demo home costs an SD card, state and day book together: the daemon's own
+## write_bytes (/proc/PID/io) and its fsync/fdatasync calls (strace) over SD_SECONDS of
+## Config/demo.yaml against the simulator at 1x, scaled to a day (bench/sd-writes.sh).
+SD_SECONDS ?= 960
+sd-writes: build
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(BENCH_PACKAGES)"
+	bench/sd-writes.sh $(FLOWBRIDGE) $(SD_SECONDS)
 
 ## screenshot: the bundled day (Tests/Fixtures/home-day.*) through `replay --svg` and `render`, and
 ## the demo's widget over a simulated day (`simulate --trace`, then `replay --svg` on Config/demo.yaml),

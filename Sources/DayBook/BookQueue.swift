@@ -51,11 +51,15 @@ public struct BookQueue: Sendable, Equatable {
         }
     }
 
-    /// Lets go of the first `slotCount` slots and `dayCount` days: the ones a writer took and
-    /// wrote (what was added meanwhile stays).
-    public mutating func written(slotCount: Int, dayCount: Int) {
-        slots.removeFirst(min(slotCount, slots.count))
-        days.removeFirst(min(dayCount, days.count))
+    /// Lets go of what a writer took and wrote: each slot and day equal to one written. Not by
+    /// position: what closed meanwhile is appended, and a queue at its bound lets its oldest go.
+    public mutating func written(slots writtenSlots: [ClosedSlot], days writtenDays: [BookDay]) {
+        var slotsByKey: [String: ClosedSlot] = [:]
+        for slot in writtenSlots { slotsByKey["\(slot.widget)\n\(slot.start.timeIntervalSince1970)"] = slot }
+        slots.removeAll { slotsByKey["\($0.widget)\n\($0.start.timeIntervalSince1970)"] == $0 }
+        var daysByKey: [String: BookDay] = [:]
+        for day in writtenDays { daysByKey["\(day.widget)\n\(day.date)"] = day }
+        days.removeAll { daysByKey["\($0.widget)\n\($0.date)"] == $0 }
     }
 
     // MARK: - In the state file

@@ -75,7 +75,7 @@ final class BookWriter: Service, Sendable {
                 writer.failure = error
                 return false
             }
-            bridge.bookWritten(slotCount: waiting.slots.count, dayCount: waiting.days.count)
+            bridge.bookWritten(waiting)
             if writer.failure != nil {
                 log.log(.info, "the day book \(path) is written again: \(waiting.slots.count) slots and \(waiting.days.count) days caught up")
                 writer.failure = nil

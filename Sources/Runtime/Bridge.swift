@@ -232,11 +232,10 @@ final class Bridge: Sendable {
     /// What waits for the book, as it is now (the writer writes it outside the lock).
     func bookWaiting() -> BookQueue { state.withLock { $0.book } }
 
-    /// The writer wrote the first `slotCount` slots and `dayCount` days it took: they go, and the
-    /// state is worth saving without them.
-    func bookWritten(slotCount: Int, dayCount: Int) {
+    /// The writer wrote what it took: it goes, and the state is worth saving without it.
+    func bookWritten(_ written: BookQueue) {
         state.withLock { state in
-            state.book.written(slotCount: slotCount, dayCount: dayCount)
+            state.book.written(slots: written.slots, days: written.days)
             state.saves.noteChange()
         }
     }

@@ -184,8 +184,8 @@ import Testing
         let run = try runFlowbridge(["help", "replay"])
         #expect(run.status == 0)
         let lines = run.out.split(separator: "\n", omittingEmptySubsequences: false)
-        #expect(lines.first == "usage: flowbridge replay [--config FILE] [--final] [--state FILE] [--svg DIR] [--log-level LEVEL] TRACE")
-        for label in ["TRACE", "-c, --config FILE", "--final", "--state FILE", "--svg DIR", "--log-level LEVEL", "-h, --help"] {
+        #expect(lines.first == "usage: flowbridge replay [--config FILE] [--final] [--state FILE] [--svg DIR] [--book FILE] [--log-level LEVEL] TRACE")
+        for label in ["TRACE", "-c, --config FILE", "--final", "--state FILE", "--svg DIR", "--book FILE", "--log-level LEVEL", "-h, --help"] {
             #expect(lines.contains { $0.hasPrefix("  \(label) ") }, "\(label) is not explained: \(run.out)")
         }
         #expect(run.out.contains("(default: /etc/flowbridge/config.yaml)"))
