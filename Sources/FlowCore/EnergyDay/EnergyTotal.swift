@@ -109,6 +109,12 @@ public struct EnergyTotal: Sendable, Equatable {
         return span
     }
 
+    /// Moves the day's energy by what other accounts counted (a derived output's day is their
+    /// balance); never below 0.
+    mutating func add(_ energyKWh: Double) {
+        self.energyKWh = max(0, self.energyKWh + energyKWh)
+    }
+
     /// Ends the current segment without counting it: the rate was unknown from here (a balance with
     /// a stale term), or the clock stepped. Counting starts again at the next known rate.
     public mutating func interrupt() {
@@ -254,8 +260,13 @@ public struct CounterTrack: Sendable, Equatable {
         guard restartsFromZero, baseline != nil || last == nil else { return false }
         guard let last else { return true }
         guard let assumedFrom else { return false }
-        return last <= assumedFrom + Self.noise(at: assumedFrom)
+        return last <= assumedFrom + Self.moveTolerance
     }
+
+    /// A daily counter that rose by more than this has moved: far below the smallest step a device
+    /// counts in (a Wh; a kWh to three decimals), so its first step of one unit counts, as every
+    /// later one does. (A drop is judged by `noise`, which tells a reset from number formatting.)
+    static let moveTolerance = 1e-6
 
     /// A drop smaller than this is noise of the device's number formatting, not a reset.
     static func noise(at value: Double) -> Double { 0.001 + abs(value) * 1e-6 }
