@@ -202,10 +202,6 @@ extension FlowEngine {
             restoredPricing.restore(from: state, times: times, skip: skip)
         }
         bank = restoredBank
-        for position in restoredWidgets.indices {
-            // The derived output's day goes on from what it showed.
-            if let node = restoredWidgets[position].balanceNode { restoredWidgets[position].balanceKWh = restoredWidgets[position].nodes[node].accounts.first?.energyKWh ?? 0 }
-        }
         widgets = restoredWidgets
         day = restoredDay
         pricing = restoredPricing
