@@ -254,8 +254,13 @@ public struct CounterTrack: Sendable, Equatable {
         guard restartsFromZero, baseline != nil || last == nil else { return false }
         guard let last else { return true }
         guard let assumedFrom else { return false }
-        return last <= assumedFrom + Self.noise(at: assumedFrom)
+        return last <= assumedFrom + Self.moveTolerance
     }
+
+    /// A daily counter that rose by more than this has moved: far below the smallest step a device
+    /// counts in (a Wh; a kWh to three decimals), so its first step of one unit counts, as every
+    /// later one does. (A drop is judged by `noise`, which tells a reset from number formatting.)
+    static let moveTolerance = 1e-6
 
     /// A drop smaller than this is noise of the device's number formatting, not a reset.
     static func noise(at value: Double) -> Double { 0.001 + abs(value) * 1e-6 }
