@@ -20,8 +20,8 @@ let package = Package(
             name: "CYAML", pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]),
         .target(name: "FlowCore"),
-        .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
-        .target(name: "Delivery", dependencies: ["FlowCore", "CCurl", "Mosquitto"]),
+        .target(name: "Mosquitto", dependencies: ["CMosquitto", "FlowCore"]),
+        .target(name: "Delivery", dependencies: ["FlowCore", "CCurl"]),
         .target(name: "Rendering", dependencies: ["FlowCore"]),
         .target(name: "Simulator", dependencies: ["FlowCore", "Mosquitto"]),
         .target(name: "Discovery", dependencies: ["FlowCore"]),
@@ -58,9 +58,9 @@ let package = Package(
         // What `deploy/` ships: the Home Assistant add-on and the container image.
         .testTarget(name: "DeploymentTests", dependencies: ["Commands", "Platform", "Persistence", "Configuration", "Runtime", "FlowCore", "Rendering", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "Mosquitto", "TestSupport"]),
-        .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),
+        .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "FlowCore", "TestSupport"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "FlowCore", "TestSupport"]),
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "FlowCore", "Mosquitto", "TestSupport"]),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "FlowCore", "TestSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "FlowCore"]),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzChecks"]),
     ]

@@ -1,6 +1,5 @@
 import Dispatch
 import FlowCore
-import Mosquitto
 import Synchronization
 
 /// The broker connection the MQTT sink publishes through: the daemon's own (`MQTTClient`), the

@@ -1,5 +1,6 @@
 import CMosquitto
 import Dispatch
+import FlowCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
