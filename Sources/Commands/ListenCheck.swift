@@ -19,7 +19,7 @@ struct ListenCheck {
 
 
     func run() async -> ExitStatus {
-        let context = ConfigContext.process(stateOverride: stateOverride)
+        let context = ConfigContext.process(stateOverride: stateOverride, readsPushTokens: false)
         guard let config = DaemonConfig.loadReporting(configPath, context: context) else { return .config }
         let zone = config.zone
         let broker = "\(config.mqtt.host):\(config.mqtt.port)"
