@@ -28,6 +28,10 @@ package struct ConfigSummary {
         let flow = config.flow
         lines.append("config OK: \(Self.counts(config)); day in \(zone.identifier); broker \(config.mqtt.host):\(config.mqtt.port)\(config.mqtt.tls.map { $0.insecure ? " (TLS, not verified)" : " (TLS)" } ?? "")")
         if config.mqtt.tls?.insecure == true { lines.append("warning: \(TLSOptions.insecureWarning)") }
+        for source in flow.sources {
+            guard case .pattern(let pattern) = source.decoder.format, let nested = pattern.nestedRepetition else { continue }
+            lines.append("warning: source '\(source.name)': the regex '\(pattern.pattern)' repeats a repetition (\(nested)): a payload that nearly matches takes time that doubles with each character; write it without the nesting, such as (\\d+) for (\\d+)+")
+        }
         lines.append("state kept in \(statePath)")
         let sources = Dictionary(flow.sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for widget in flow.widgets {
