@@ -2,6 +2,7 @@ import Foundation
 import Platform
 import TestSupport
 import Testing
+import Threads
 
 /// The pages read only to start, given back once the daemon runs (`StartupPages`).
 @Suite struct StartupPagesTests {
@@ -46,10 +47,9 @@ private final class MemoryFiller: @unchecked Sendable {
     private let state = NSCondition()
     private var stopped = false
     private var blocks = 0
-    private var thread: Thread?
 
     init() {
-        let thread = Thread { [self] in
+        _ = try? NamedThread.start("memory filler", detached: true) { [self] in
             var held: [UnsafeMutableRawPointer] = []
             while !state.withLock({ stopped }) {
                 if held.count == 64 { held.forEach { free($0) }; held.removeAll() }
@@ -60,9 +60,6 @@ private final class MemoryFiller: @unchecked Sendable {
             }
             held.forEach { free($0) }
         }
-        thread.name = "memory filler"
-        self.thread = thread
-        thread.start()
     }
 
     /// Until the thread has touched a few blocks (bounded, so a test never hangs on it).
