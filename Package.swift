@@ -27,8 +27,10 @@ let package = Package(
             name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]),
         .target(name: "FlowCore"),
-        .target(name: "Mosquitto", dependencies: ["CMosquitto"]),
-        .target(name: "Delivery", dependencies: ["FlowCore", "CCurl", "Mosquitto"]),
+        // The one place that starts threads, each named for what it does.
+        .target(name: "Threads"),
+        .target(name: "Mosquitto", dependencies: ["CMosquitto", "FlowCore", "Threads"]),
+        .target(name: "Delivery", dependencies: ["FlowCore", "CCurl", "Threads"]),
         .target(name: "Rendering", dependencies: ["FlowCore"]),
         .target(name: "Simulator", dependencies: ["FlowCore", "Mosquitto"]),
         .target(name: "Discovery", dependencies: ["FlowCore"]),
@@ -47,12 +49,12 @@ let package = Package(
         // One type per command, each with its own options.
         .target(name: "Commands", dependencies: ["FlowCore", "DayBook", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery", "Window"]),
         .executableTarget(name: "flowbridge", dependencies: ["Commands", "Platform"]),
-        .target(name: "TestSupport", dependencies: ["FlowCore", "Mosquitto"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["FlowCore", "Mosquitto", "Threads"], path: "Tests/TestSupport"),
         // Replays in-process, for the tests of every module that reads a replay's documents.
         .target(name: "ReplaySupport", dependencies: ["Commands", "Configuration", "FlowCore", "Platform"], path: "Tests/ReplaySupport"),
         // The widget service as tests meet it: a real HTTP(S) server that can be told to fail.
         .systemLibrary(name: "COpenSSL", path: "Tests/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-        .executableTarget(name: "WidgetStandIn", dependencies: ["FlowCore", "COpenSSL"], path: "Tests/WidgetStandIn"),
+        .executableTarget(name: "WidgetStandIn", dependencies: ["FlowCore", "COpenSSL", "Threads"], path: "Tests/WidgetStandIn"),
         // Fuzz targets (`make fuzz`): each property once, run by libFuzzer with -sanitize=fuzzer
         // -DFUZZING, by its executable as a corpus replay otherwise, and by FuzzTests.
         .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
@@ -61,7 +63,7 @@ let package = Package(
         .executableTarget(name: "ConfigFuzzer", dependencies: ["FuzzChecks"], path: "Fuzz/ConfigFuzzer"),
         .executableTarget(name: "MergePatchFuzzer", dependencies: ["FuzzChecks"], path: "Fuzz/MergePatchFuzzer"),
         .testTarget(name: "FlowCoreTests", dependencies: ["FlowCore", "TestSupport"]),
-        .testTarget(name: "PlatformTests", dependencies: ["Platform", "FlowCore", "ReplaySupport", "TestSupport"]),
+        .testTarget(name: "PlatformTests", dependencies: ["Platform", "FlowCore", "ReplaySupport", "TestSupport", "Threads"]),
         .testTarget(name: "PersistenceTests", dependencies: ["Persistence", "Platform", "Configuration", "Runtime", "Commands", "FlowCore", "ReplaySupport", "TestSupport"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "Platform", "Persistence", "Runtime", "Commands", "Delivery", "FlowCore", "ReplaySupport", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "DayBook", "Window", "Platform", "Persistence", "Configuration", "Commands", "Mosquitto", "Delivery", "FlowCore", "ReplaySupport", "TestSupport"]),
@@ -72,9 +74,9 @@ let package = Package(
         .testTarget(name: "WindowTests", dependencies: ["Window", "Runtime", "DayBook", "Platform", "Persistence", "Configuration", "Commands", "Mosquitto", "Delivery", "FlowCore", "Rendering", "ReplaySupport", "TestSupport"]),
         .testTarget(name: "DayBookTests", dependencies: ["DayBook", "FlowCore", "Platform", "TestSupport"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "FlowCore", "Mosquitto", "TestSupport"]),
-        .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"]),
+        .testTarget(name: "MosquittoTests", dependencies: ["Mosquitto", "FlowCore", "TestSupport", "Threads"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "FlowCore", "TestSupport"]),
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "FlowCore", "Mosquitto", "TestSupport"]),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "FlowCore", "TestSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "FlowCore"]),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzChecks"]),
     ]

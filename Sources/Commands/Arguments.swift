@@ -56,17 +56,18 @@ struct Arguments {
 
     /// The option's value as given, read by the option, or its default.
     func value<Value>(_ option: Option<Value>) throws(UsageError) -> Value {
-        precondition(isDeclared(option), "\(command.name) reads \(option.spec.name) but does not declare it")
+        precondition(declares(option), "\(command.name) reads \(option.spec.name) but does not declare it")
         guard let text = given[option.spec.name] else { return option.defaultValue }
         return try option.read(text)
     }
 
     func isSet(_ flag: Flag) -> Bool {
-        precondition(isDeclared(flag), "\(command.name) reads \(flag.spec.name) but does not declare it")
+        precondition(declares(flag), "\(command.name) reads \(flag.spec.name) but does not declare it")
         return given[flag.spec.name] != nil
     }
 
-    private func isDeclared(_ option: some OptionDeclaration) -> Bool {
+    /// Whether the command takes `option`: an option group reads only those its command takes.
+    func declares(_ option: some OptionDeclaration) -> Bool {
         command.options.contains { $0.spec == option.spec }
     }
 }

@@ -14,25 +14,21 @@ struct CheckCommand: Command {
     ) { text throws(UsageError) in try SharedOptions.listenSeconds(text) }
     static var options: [any OptionDeclaration] { [SharedOptions.config, SharedOptions.state, listen, SharedOptions.logLevel] }
 
-    let configPath: String
-    let stateOverride: String?
+    let shared: SharedOptions
     /// `--listen`: seconds.
     let listenSeconds: Double?
-    let log: Logger
 
     init(parsing arguments: Arguments) throws(UsageError) {
-        configPath = try arguments.value(SharedOptions.config)
-        stateOverride = try arguments.value(SharedOptions.state)
+        shared = try SharedOptions(parsing: arguments)
         listenSeconds = try arguments.value(Self.listen)
-        log = try arguments.log()
     }
 
     func run() async -> ExitStatus {
         if let listenSeconds {
-            return await ListenCheck(configPath: configPath, stateOverride: stateOverride, seconds: listenSeconds, log: log).run()
+            return await ListenCheck(configPath: shared.configPath, stateOverride: shared.stateOverride, seconds: listenSeconds, log: shared.log).run()
         }
-        let context = ConfigContext.process(stateOverride: stateOverride)
-        guard let config = DaemonConfig.loadReporting(configPath, context: context) else { return .config }
+        let context = ConfigContext.process(stateOverride: shared.stateOverride)
+        guard let config = DaemonConfig.loadReporting(shared.configPath, context: context) else { return .config }
         let statePath = context.statePath(configured: config.stateFile)
         let summary = ConfigSummary(
             config: config, zone: config.zone, statePath: statePath, bookPath: context.bookPath(configured: config.bookFile, statePath: statePath))

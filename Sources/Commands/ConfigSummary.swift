@@ -32,6 +32,10 @@ package struct ConfigSummary {
         let flow = config.flow
         lines.append("config OK: \(Self.counts(config)); day in \(zone.identifier); broker \(config.mqtt.host):\(config.mqtt.port)\(config.mqtt.tls.map { $0.insecure ? " (TLS, not verified)" : " (TLS)" } ?? "")")
         if config.mqtt.tls?.insecure == true { lines.append("warning: \(TLSOptions.insecureWarning)") }
+        for source in flow.sources {
+            guard case .pattern(let pattern) = source.decoder.format, let nested = pattern.nestedRepetition else { continue }
+            lines.append("warning: source '\(source.name)': the regex '\(pattern.pattern)' repeats a repetition (\(nested)): a payload that nearly matches takes time that doubles with each character; write it without the nesting, such as (\\d+) for (\\d+)+")
+        }
         lines.append("state kept in \(statePath)")
         if let window = config.window {
             lines.append("window (status page, /metrics, /api/v1) on http://\(window.listen)/: \(window.whoMayLook)")

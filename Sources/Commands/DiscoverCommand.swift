@@ -62,8 +62,14 @@ struct DiscoverCommand: Command {
             StandardError.print("flowbridge: \(out) exists; discover writes a new file (give another --out, or move it away)")
             return .cannotCreate
         }
+        // The connection `run`, `record` and `check --listen` make: MQTT 5 (falling back to 3.1.1),
+        // the broker told the largest message taken, a source's default `max_payload`. A huge
+        // retained message is dropped by the broker, or left unread and said, never taken whole.
+        let defaults = MQTTSettings()
         let options = MQTTOptions(
-            host: broker.host, port: broker.port, clientID: "flowbridge-discover-\(getpid())", username: broker.username, password: password)
+            host: broker.host, port: broker.port, clientID: "flowbridge-discover-\(getpid())", username: broker.username, password: password,
+            protocolVersion: defaults.protocolVersion, fallsBackToV311: defaults.fallsBackToV311,
+            maximumPayloadBytes: SourceConfig.defaultMaxPayloadBytes)
         let client: MQTTClient
         do {
             client = try MQTTClient(options: options, subscriptions: ["#"], qos: .atMostOnce)

@@ -19,7 +19,7 @@ struct ListenCheck {
 
 
     func run() async -> ExitStatus {
-        let context = ConfigContext.process(stateOverride: stateOverride)
+        let context = ConfigContext.process(stateOverride: stateOverride, readsPushTokens: false)
         guard let config = DaemonConfig.loadReporting(configPath, context: context) else { return .config }
         let zone = config.zone
         let broker = "\(config.mqtt.host):\(config.mqtt.port)"
@@ -48,7 +48,9 @@ struct ListenCheck {
                 own.sendKeepalives(keepalives, atSecond: second)
             })
         return report.withLock { report in
-            print(report.text(broker: broker, seconds: seconds, connection: outcome, at: Date()), terminator: "")
+            // Topics, payloads and decoded strings are the broker's text: each line escaped.
+            let lines = report.text(broker: broker, seconds: seconds, connection: outcome, at: Date()).split(separator: "\n", omittingEmptySubsequences: false)
+            print(lines.map { PrintableText.escaped(String($0)) }.joined(separator: "\n"), terminator: "")
             if !outcome.connected || !report.silentSources.isEmpty { return .failure }
             return report.wrongSigns.isEmpty ? .success : .wrongSign
         }

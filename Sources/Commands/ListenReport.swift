@@ -245,10 +245,10 @@ struct ListenReport {
         return "\(whole / 3600) h"
     }
 
-    /// A payload as text, cut at 60 characters, on one line.
+    /// A payload as text, cut at 60 characters, on one line, escaped (`PrintableText`).
     static func excerpt(_ payload: [UInt8]) -> String {
         guard !payload.isEmpty else { return "(empty)" }
-        let text = String(decoding: payload.prefix(60), as: UTF8.self).replacingNewlines
+        let text = PrintableText.escaped(String(decoding: payload.prefix(60), as: UTF8.self))
         return "'\(text)\(payload.count > 60 ? "…" : "")'"
     }
 

@@ -41,21 +41,19 @@ struct RecordCommand: Command {
     /// speaks only MQTT 3.1.1 is reached on the second attempt, about a second after the first.
     static let firstConnectionSeconds = 10.0
 
-    let configPath: String
+    let shared: SharedOptions
     /// A file, or `-` for standard output.
     let out: String
     let append: Bool
     /// nil: until a signal.
     let seconds: Double?
-    let log: Logger
 
     init(parsing arguments: Arguments) throws(UsageError) {
-        configPath = try arguments.value(SharedOptions.config)
+        shared = try SharedOptions(parsing: arguments)
         out = try arguments.value(Self.out)
         append = arguments.isSet(Self.append)
         if append, out == "-" { throw UsageError("--append adds to a file; standard output (--out -) has none to add to") }
         seconds = try arguments.value(Self.duration)
-        log = try arguments.log()
     }
 
     /// Why the recording ended before its time.
@@ -71,7 +69,7 @@ struct RecordCommand: Command {
         // Taken over first: a stop asked for while the recording starts is a clean stop too.
         let signals = SignalEvents([SIGTERM, SIGINT])
         defer { signals.finish() }
-        guard let config = DaemonConfig.loadReporting(configPath, context: ConfigContext.process()) else { return .config }
+        guard let config = DaemonConfig.loadReporting(shared.configPath, context: ConfigContext.process(readsPushTokens: false)) else { return .config }
         let address = "\(config.mqtt.host):\(config.mqtt.port)"
         let topics = Daemon.subscriptions(of: config)
         let client: MQTTClient
@@ -86,8 +84,8 @@ struct RecordCommand: Command {
             StandardError.print("flowbridge: \(error)")
             return .cannotCreate
         }
-        if client.options.tls?.insecure == true { log.log(.warning, TLSOptions.insecureWarning) }
-        log.log(.info, "recording \(counted(topics.count, "topic")) from \(address) to \(output.name)\(seconds.map { " for \(ListenReport.age($0))" } ?? " until SIGTERM or SIGINT")")
+        if client.options.tls?.insecure == true { shared.log.log(.warning, TLSOptions.insecureWarning) }
+        shared.log.log(.info, "recording \(counted(topics.count, "topic")) from \(address) to \(output.name)\(seconds.map { " for \(ListenReport.age($0))" } ?? " until SIGTERM or SIGINT")")
         let started = ContinuousClock.now
         let (outcome, stop, recorded) = await record(client: client, config: config, into: output, signals: signals)
         let elapsed = (ContinuousClock.now - started) / .seconds(1)
@@ -111,9 +109,9 @@ struct RecordCommand: Command {
         client: MQTTClient, config: DaemonConfig, into output: TraceOutput, signals: SignalEvents
     ) async -> (TimedListen.Outcome?, Stop?, Recorded) {
         let recorder = Recorder(output: output)
-        let own = OwnMessages(client: client, log: log)
+        let own = OwnMessages(client: client, log: shared.log)
         let keepalives = config.keepalives
-        let listen = TimedListen(client: client, seconds: seconds, log: log)
+        let listen = TimedListen(client: client, seconds: seconds, log: shared.log)
         enum Ending: Sendable {
             case listened(TimedListen.Outcome)
             case stopped(Stop)
@@ -156,7 +154,7 @@ struct RecordCommand: Command {
             }
             return (outcome, stop)
         }
-        if case .signal(let number) = stop { log.log(.info, "signal \(number): stopping") }
+        if case .signal(let number) = stop { shared.log.log(.info, "signal \(number): stopping") }
         return (outcome, stop, recorder.recorded)
     }
 }

@@ -17,30 +17,26 @@ struct RenderCommand: Command {
         help: "where the pictures go: a file ending in .svg for a config with one widget, else a folder that gets <widget>.svg for each")
     static var options: [any OptionDeclaration] { [SharedOptions.config, SharedOptions.state, out, SharedOptions.logLevel] }
 
-    /// The config file, which a state file must never be.
-    let configPath: String
-    let stateOverride: String?
+    /// The config file (which a state file must never be), the state, the log.
+    let shared: SharedOptions
     /// A file ending in `.svg` (a config with one widget), else a folder that gets `<widget>.svg`.
     let out: String
-    let log: Logger
 
     init(parsing arguments: Arguments) throws(UsageError) {
-        configPath = try arguments.value(SharedOptions.config)
-        stateOverride = try arguments.value(SharedOptions.state)
+        shared = try SharedOptions(parsing: arguments)
         out = try arguments.value(Self.out)
-        log = try arguments.log()
     }
 
     func run() -> ExitStatus {
-        guard let config = DaemonConfig.loadReporting(configPath) else { return .config }
-        let statePath = ConfigContext.process(stateOverride: stateOverride).statePath(configured: config.stateFile)
+        guard let config = DaemonConfig.loadReporting(shared.configPath) else { return .config }
+        let statePath = ConfigContext.process(stateOverride: shared.stateOverride).statePath(configured: config.stateFile)
         let widgets = config.flow.widgetNames
         let toFile = out.hasSuffix(".svg")
         if toFile, widgets.count > 1 {
             return Self.usageFailure("--out \(out) is one file, but the config has \(widgets.count) widgets: give a folder")
         }
         let state: JSONValue
-        switch StateStore(path: statePath).inspect(configPath: configPath) {
+        switch StateStore(path: statePath).inspect(configPath: shared.configPath) {
         case .state(let saved):
             state = saved
         case .none:
@@ -55,7 +51,7 @@ struct RenderCommand: Command {
         }
         var engine = FlowEngine(config: config.flow, zone: config.zone)
         do {
-            try engine.restore(state).forEach(log.log)
+            try engine.restore(state).forEach(shared.log.log)
         } catch {
             StandardError.print("flowbridge: \(statePath) cannot be used: \(error)")
             return .dataError
@@ -70,7 +66,7 @@ struct RenderCommand: Command {
             let folder = toFile ? nil : try PictureFolder(path: out)
             for widget in widgets {
                 guard let document = documents[widget] else {
-                    log.log(.warning, "widget '\(widget)' has nothing to show in \(statePath); no picture")
+                    shared.log.log(.warning, "widget '\(widget)' has nothing to show in \(statePath); no picture")
                     continue
                 }
                 let svg = WidgetPicture.svg(document.content, held: document.held, at: at)

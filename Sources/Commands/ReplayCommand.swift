@@ -24,31 +24,27 @@ struct ReplayCommand: Command {
         synopsis: "TRACE", help: "the recorded messages, a file with one {\"t\", \"topic\", \"payload\"} object a line, or - for standard input")
     static var options: [any OptionDeclaration] { [SharedOptions.config, final, state, svg, book, SharedOptions.logLevel] }
 
-    let configPath: String
+    /// The config, the log, and `--state`: the state to continue and save; nil: none.
+    let shared: SharedOptions
     let final: Bool
-    /// The state to continue and save; nil: none.
-    let stateFile: String?
     /// The folder for pictures; nil: none drawn.
     let svg: String?
     /// The day book to write; nil: none.
     let bookPath: String?
     /// A file, or `-` for standard input.
     let trace: String
-    let log: Logger
 
     init(parsing arguments: Arguments) throws(UsageError) {
         guard arguments.operands.count == 1 else { throw UsageError("replay needs one TRACE (a file, or - for standard input)") }
         trace = arguments.operands[0]
-        configPath = try arguments.value(SharedOptions.config)
+        shared = try SharedOptions(parsing: arguments, state: Self.state)
         final = arguments.isSet(Self.final)
-        stateFile = try arguments.value(Self.state)
         svg = try arguments.value(Self.svg)
         bookPath = try arguments.value(Self.book)
-        log = try arguments.log()
     }
 
     func run() -> ExitStatus {
-        guard let config = DaemonConfig.loadReporting(configPath) else { return .config }
+        guard let config = DaemonConfig.loadReporting(shared.configPath) else { return .config }
         let zone = config.zone
         var replay = Replay(config: config.flow, zone: zone)
         var pictures: ReplayPictures?
@@ -58,14 +54,14 @@ struct ReplayCommand: Command {
                 return .cannotCreate
             }
         }
-        let store = stateFile.map(StateStore.init(path:))
+        let store = shared.stateOverride.map(StateStore.init(path:))
         // The state has one owner at a time: a replay into the daemon's state waits for no one.
         var lock: StateLock?
         var waiting = BookQueue()
         if let store {
             do {
                 lock = try StateLock(statePath: store.path)
-                waiting = try replay.restore(from: store, configPath: configPath, log: log)
+                waiting = try replay.restore(from: store, configPath: shared.configPath, log: shared.log)
             } catch let error as StateLock.Failure {
                 StandardError.print("flowbridge: \(error)")
                 if case .held = error { return .stateInUse }
@@ -89,7 +85,7 @@ struct ReplayCommand: Command {
         defer { if fd != 0 { close(fd) } }
         var output = OutputBuffer()
         func emit(_ items: [FlowEngine.Output]) {
-            output.write(items, zone: zone, log: log)
+            output.write(items, zone: zone, log: shared.log)
             pictures?.take(items)
             book.take(items)
         }
@@ -97,7 +93,7 @@ struct ReplayCommand: Command {
         for read in LineReader(fd: fd) {
             number += 1
             guard case .line(let line) = read else {
-                log.log(.warning, "\(trace == "-" ? "stdin" : trace) line \(number): \(read); skipped")
+                shared.log.log(.warning, "\(trace == "-" ? "stdin" : trace) line \(number): \(read); skipped")
                 continue
             }
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
@@ -105,7 +101,7 @@ struct ReplayCommand: Command {
                 let outputs = replay.feed(try TraceMessage(line: line))
                 emit(outputs)
             } catch {
-                log.log(.warning, "\(trace == "-" ? "stdin" : trace) line \(number): \(error.reason); skipped")
+                shared.log.log(.warning, "\(trace == "-" ? "stdin" : trace) line \(number): \(error.reason); skipped")
             }
         }
         emit(replay.finish())

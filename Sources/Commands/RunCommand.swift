@@ -14,21 +14,17 @@ struct RunCommand: Command {
         help: "under each push's NDJSON line on standard output, the widget in one line (12:41:07 power: Solar 3.2 kW → Home 1.0 kW, Battery +800 W 76%, …)")
     static var options: [any OptionDeclaration] { [SharedOptions.config, dryRun, summary, SharedOptions.state, SharedOptions.logLevel] }
 
-    let configPath: String
+    let shared: SharedOptions
     let dryRun: Bool
     let summary: Bool
-    let stateOverride: String?
-    let log: Logger
 
     init(parsing arguments: Arguments) throws(UsageError) {
-        configPath = try arguments.value(SharedOptions.config)
+        shared = try SharedOptions(parsing: arguments)
         dryRun = arguments.isSet(Self.dryRun)
         summary = arguments.isSet(Self.summary)
-        stateOverride = try arguments.value(SharedOptions.state)
-        log = try arguments.log()
     }
 
     func run() async -> ExitStatus {
-        await Daemon(configPath: configPath, dryRun: dryRun, summary: summary, stateOverride: stateOverride, log: log).run()
+        await Daemon(configPath: shared.configPath, dryRun: dryRun, summary: summary, stateOverride: shared.stateOverride, log: shared.log).run()
     }
 }

@@ -1,9 +1,10 @@
 import Configuration
 import Platform
 
-/// The options several commands take, declared once: a command lists the ones it takes in its
-/// `options`, and each reads the same way wherever it is given.
-enum SharedOptions {
+/// The config, state and log options, declared once and read once (as swift-argument-parser's
+/// `@OptionGroup`): a command that reads a config lists the ones it takes in its `options` and
+/// holds one `SharedOptions`, so each reads the same way wherever it is given.
+struct SharedOptions {
     static let config = Option<String>(
         "--config", alias: "-c", placeholder: "FILE", help: "the config", default: "/etc/flowbridge/config.yaml",
         shownDefault: "/etc/flowbridge/config.yaml"
@@ -26,6 +27,22 @@ enum SharedOptions {
             throw UsageError("--listen needs a duration from 1s to 24h, such as 60s or 2m, found '\(text)'")
         }
         return seconds
+    }
+
+    /// `--config`: the file to read.
+    let configPath: String
+    /// `--state`: the state file to use instead of the configured one; nil when not given, or
+    /// when the command does not take it.
+    let stateOverride: String?
+    /// The log at the `--log-level` given.
+    let log: Logger
+
+    /// `state`: the command's own wording of `--state`, where it means something of its own
+    /// (`replay` reads and writes it; a run only moves where the state is).
+    init(parsing arguments: Arguments, state: Option<String?> = Self.state) throws(UsageError) {
+        configPath = try arguments.value(Self.config)
+        stateOverride = arguments.declares(state) ? try arguments.value(state) : nil
+        log = try arguments.log()
     }
 }
 

@@ -9,15 +9,19 @@ public struct ConfigContext: Sendable {
     public var environment: [String: String]
     /// `--state FILE`: the state file to use instead of `state_file` or the default place.
     public var stateOverride: String?
+    /// Whether the widgets' push tokens are read, and one that cannot be is an error: `run` and
+    /// `check` need them; `record` and `check --listen`, which never push, do not ask for them.
+    public var readsPushTokens: Bool
 
-    public init(environment: [String: String], stateOverride: String? = nil) {
+    public init(environment: [String: String], stateOverride: String? = nil, readsPushTokens: Bool = true) {
         self.environment = environment
         self.stateOverride = stateOverride
+        self.readsPushTokens = readsPushTokens
     }
 
     /// This process's environment.
-    public static func process(stateOverride: String? = nil) -> ConfigContext {
-        ConfigContext(environment: ProcessInfo.processInfo.environment, stateOverride: stateOverride)
+    public static func process(stateOverride: String? = nil, readsPushTokens: Bool = true) -> ConfigContext {
+        ConfigContext(environment: ProcessInfo.processInfo.environment, stateOverride: stateOverride, readsPushTokens: readsPushTokens)
     }
 
     /// The state file a run uses: `--state`, else the config's `state_file`, else the default place.

@@ -132,7 +132,7 @@ extension ConfigLoader {
             retryMap.finish()
         }
         guard url != nil else { return nil }
-        let token = context.flatMap { loadSecret(file: tokenFile, variable: tokenEnv, context: $0) }
+        let token = context.flatMap { $0.readsPushTokens ? loadSecret(file: tokenFile, variable: tokenEnv, context: $0) : nil }
         return PushSettings(widget: widget, api: api, tokenFile: tokenFile?.value, tokenEnv: tokenEnv?.value, token: token)
     }
 

@@ -28,6 +28,9 @@ public struct MQTTSettings: Sendable, Equatable {
     /// flowbridge publishes `<prefix>/status` = online / offline (its last will).
     public var topicPrefix = "flowbridge"
 
+    /// The defaults, as a config without `mqtt:` has them.
+    public init() {}
+
     static var hostname: String {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "host" }

@@ -1,5 +1,4 @@
 import FlowCore
-import Mosquitto
 
 /// What the MQTT sink publishes, as a state machine: pushes, the broker connection coming up,
 /// Home Assistant starting and reloaded configs come in; the messages to publish go out.

@@ -1,6 +1,5 @@
 import Dispatch
 import FlowCore
-import Mosquitto
 import Synchronization
 
 /// The broker connection the MQTT sink publishes through: the daemon's own (`MQTTClient`), the
@@ -27,6 +26,37 @@ public final class MQTTSink: Sink {
     public let settings: MQTTOutputSettings
     private let core: Core
     private let outbox: Outbox
+
+    /// Home Assistant's `online`, which anyone on the broker may publish: at most one re-announce
+    /// waits, and they go out at most once a second, so a flood of `online` costs neither memory
+    /// nor a publish storm. When the last went out, and whether the next one waits already.
+    fileprivate struct Reannounce {
+        static let interval = Duration.seconds(1)
+        var last: ContinuousClock.Instant?
+        var waiting = false
+        /// `online`s taken as the waiting re-announce.
+        var coalesced = 0
+        /// Those the last re-announce answered besides its own.
+        var answered = 0
+
+        /// How long until a re-announce asked for `now` may go out; nil when one waits already.
+        mutating func ask(at now: ContinuousClock.Instant) -> Duration? {
+            guard !waiting else {
+                coalesced += 1
+                return nil
+            }
+            waiting = true
+            return last.map { max(.zero, $0 + Self.interval - now) } ?? .zero
+        }
+
+        /// The waiting re-announce goes out.
+        mutating func go(at now: ContinuousClock.Instant) {
+            answered = coalesced
+            coalesced = 0
+            waiting = false
+            last = now
+        }
+    }
 
     /// - Parameters:
     ///   - flow: the widgets and their nodes (the sensors Home Assistant gets).
@@ -85,9 +115,16 @@ public final class MQTTSink: Sink {
     public func receive(topic: String, payload: [UInt8], retained: Bool) -> Bool {
         guard let homeAssistant = settings.homeAssistant, topic == homeAssistant.statusTopic else { return false }
         guard !retained, payload.elementsEqual("online".utf8) else { return true }
-        core.later { $0.homeAssistantOnline() } report: { messages, log in
+        let core = core
+        guard let delay = core.reannounce.withLock({ $0.ask(at: .now) }) else { return true }
+        core.later(after: delay) { publication in
+            core.reannounce.withLock { $0.go(at: .now) }
+            return publication.homeAssistantOnline()
+        } report: { messages, log in
             let announced = messages.filter { $0.topic.hasSuffix("/config") }.count
-            log(Diagnostic(.info, "mqtt: Home Assistant is online: announced its \(announced) sensors again"))
+            let more = core.reannounce.withLock { $0.answered }
+            let also = more > 0 ? " (\(more) more `online` came meanwhile; one re-announce a second at most)" : ""
+            log(Diagnostic(.info, "mqtt: Home Assistant is online: announced its \(announced) sensors again\(also)"))
         }
         return true
     }
@@ -130,6 +167,7 @@ private final class Core: Sendable {
     let log: @Sendable (Diagnostic) -> Void
     let record = DeliveryRecord()
     let queue = DispatchQueue(label: "flowbridge.sink.mqtt.events")
+    let reannounce = Mutex(MQTTSink.Reannounce())
     private let stopped = Atomic(false)
     /// Failed publishes on a live connection are said once a minute.
     private let lastFailureReport = Mutex<ContinuousClock.Instant?>(nil)
@@ -141,15 +179,18 @@ private final class Core: Sendable {
         self.log = log
     }
 
-    /// Runs `step` on the sink's queue, then `report` with the messages it made.
+    /// Runs `step` on the sink's queue (`after` a delay), then `report` with the messages it made.
     func later(
+        after delay: Duration = .zero,
         _ step: @escaping @Sendable (inout MQTTPublication) -> [MQTTPublication.Message],
         report: @escaping @Sendable ([MQTTPublication.Message], @Sendable (Diagnostic) -> Void) -> Void = { _, _ in }
     ) {
-        queue.async {
+        let work: @Sendable () -> Void = {
             let messages = self.run(step)
             if !messages.isEmpty { report(messages, self.log) }
         }
+        guard delay > .zero else { return queue.async(execute: work) }
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay / .nanoseconds(1))), execute: work)
     }
 
     /// Makes the messages and publishes them in order, under the lock; returns the ones published.

@@ -1,5 +1,6 @@
 import Dispatch
 import FlowCore
+import Threads
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -69,18 +70,10 @@ public final class WidgetAPISink: Sink {
             throw SetupError(description: "\(name): \(error)")
         }
         let worker = DeliveryWorker(sink: self, session: session, token: token)
-        var thread = pthread_t()
         // The thread holds the worker (and through it this sink) until it ends.
-        let context = Unmanaged.passRetained(worker).toOpaque()
-        let rc = pthread_create(&thread, nil, { context in
-            Unmanaged<DeliveryWorker>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
-        guard rc == 0 else {
-            Unmanaged<DeliveryWorker>.fromOpaque(context).release()
-            throw SetupError(description: "\(name): cannot start its thread: \(String(cString: strerror(rc)))")
+        do { try NamedThread.start("push \(widget)", detached: true) { worker.run() } } catch {
+            throw SetupError(description: "\(name): cannot start its thread: \(error)")
         }
-        pthread_detach(thread)
         if settings.insecure {
             log(Diagnostic(.warning, "\(name): TLS certificates of \(settings.displayURL) are not verified (insecure: true)"))
         }
@@ -144,7 +137,8 @@ public final class WidgetAPISink: Sink {
 }
 
 /// The half of a sink that lives on its thread: the libcurl session and the delivery state.
-private final class DeliveryWorker {
+/// `@unchecked Sendable`: handed to its thread at the start, and used by that thread alone.
+private final class DeliveryWorker: @unchecked Sendable {
     let sink: WidgetAPISink
     let session: CurlSession
     let token: String?

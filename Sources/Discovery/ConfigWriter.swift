@@ -186,7 +186,7 @@ struct SourceNames {
     /// A name the config takes: letters, digits and `_`, not empty, not `balance`. A letter that
     /// carries a character to escape (a zero-width joiner) is no letter here: the name is a plain key.
     static func clean(_ name: String) -> String {
-        let kept = String(name.lowercased().map { ($0.isLetter || $0.isNumber) && !$0.unicodeScalars.contains(where: YAMLScalar.mustEscape) ? $0 : "_" })
+        let kept = String(name.lowercased().map { ($0.isLetter || $0.isNumber) && !$0.unicodeScalars.contains(where: PrintableText.mustEscape) ? $0 : "_" })
         if kept.isEmpty || kept == "balance" { return "source" }
         return kept
     }
@@ -222,41 +222,16 @@ package enum YAMLScalar {
     static func isPlain(_ value: String) -> Bool {
         guard let first = value.first, let last = value.last, !first.isWhitespace, !last.isWhitespace else { return false }
         if first == "-" || first == "?" { return false }
-        if value.contains(where: special.contains) || value.unicodeScalars.contains(where: mustEscape) { return false }
+        if value.contains(where: special.contains) || value.unicodeScalars.contains(where: PrintableText.mustEscape) { return false }
         if reserved.contains(value.lowercased()) || Double(value) != nil { return false }
         return true
     }
 
     static func quoted(_ value: String) -> String { "\"" + escaped(value, quoting: true) + "\"" }
 
-    /// The one escaping of the writer: `\uXXXX` (`\UXXXXXXXX` beyond the BMP) for each character
-    /// that must not stand raw, and in a double-quoted scalar (`quoting`) `\"` and `\\`.
+    /// The one escaping of the writer (`PrintableText`'s), and in a double-quoted scalar
+    /// (`quoting`) `\"` and `\\`.
     static func escaped(_ text: String, quoting: Bool) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            if quoting, scalar == "\"" || scalar == "\\" {
-                out += "\\" + String(scalar)
-            } else if mustEscape(scalar) {
-                out += scalar.value <= 0xFFFF ? "\\u" + hex(scalar.value, digits: 4) : "\\U" + hex(scalar.value, digits: 8)
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
-
-    /// Control characters (C0, DEL, C1 with NEL, tab and line feed among them), line and paragraph
-    /// separators, format characters (BOM, zero-width and bidirectional marks) and code points
-    /// Unicode has not assigned (U+FFFE and U+FFFF among them, which libyaml refuses).
-    static func mustEscape(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.properties.generalCategory {
-        case .control, .format, .lineSeparator, .paragraphSeparator, .unassigned: true
-        default: false
-        }
-    }
-
-    static func hex(_ value: UInt32, digits: Int) -> String {
-        let text = String(value, radix: 16, uppercase: true)
-        return String(repeating: "0", count: max(0, digits - text.count)) + text
+        PrintableText.escaped(text, backslashed: quoting ? ["\"", "\\"] : [])
     }
 }

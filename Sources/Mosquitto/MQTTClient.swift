@@ -1,5 +1,7 @@
 import CMosquitto
 import Dispatch
+import FlowCore
+import Threads
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -414,19 +416,12 @@ final class Connection: @unchecked Sendable {
         try lifecycle.withLock { phase in
             guard case .created = phase else { throw MQTTError.notRestartable }
             self.handler = handler
-            var thread = pthread_t()
             // The thread holds a strong reference until it ends; `stop` joins it.
-            let context = Unmanaged.passRetained(self).toOpaque()
-            let rc = pthread_create(&thread, nil, { context in
-                let connection = Unmanaged<Connection>.fromOpaque(context!).takeRetainedValue()
-                connection.runNetworkLoop()
-                return nil
-            }, context)
-            guard rc == 0 else {
-                Unmanaged<Connection>.fromOpaque(context).release()
-                throw MQTTError.library(call: "pthread_create", message: String(cString: strerror(rc)))
+            do {
+                phase = .started(try NamedThread.start("mqtt network") { self.runNetworkLoop() })
+            } catch {
+                throw MQTTError.library(call: "pthread_create", message: "\(error)")
             }
-            phase = .started(thread)
         }
     }
 

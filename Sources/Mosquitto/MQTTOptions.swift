@@ -1,4 +1,5 @@
 import CMosquitto
+import FlowCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

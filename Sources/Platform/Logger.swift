@@ -1,10 +1,14 @@
 import FlowCore
+import FoundationEssentials
 import Glibc
 import Synchronization
 
 /// One line per message on standard error. Under systemd (stderr is the journal) each line starts
-/// with its syslog priority (`<4>`), so `journalctl -p warning` works; elsewhere with the level word.
-/// Secrets never reach it: nothing logs a password or token.
+/// with its syslog priority (`<4>`), so `journalctl -p warning` works, and the journal adds the
+/// time; elsewhere (a terminal, `docker logs`) with the time in UTC and the level word.
+/// Secrets never reach it: nothing logs a password or token. What a message quotes from the broker
+/// is anyone's text: it is written escaped (`PrintableText`), so no NUL starts a journal entry of
+/// its own and no ESC plays on the admin's terminal.
 public final class Logger: Sendable {
     public typealias Level = Diagnostic.Level
 
@@ -26,8 +30,10 @@ public final class Logger: Sendable {
         case .error: 3
         }
         // A message never spans lines: a broken payload could otherwise forge log lines.
-        let flat = message.replacingNewlines
-        let line = journal ? "<\(priority)>\(flat)\n" : "flowbridge: \(level.rawValue): \(flat)\n"
+        let text = PrintableText.escaped(message)
+        let line = journal
+            ? "<\(priority)>\(text)\n"
+            : "\(RFC3339.format(Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)))) flowbridge: \(level.rawValue): \(text)\n"
         lock.withLock { _ in
             _ = line.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
         }
@@ -42,12 +48,6 @@ public final class Logger: Sendable {
         var info = stat()
         guard parts.count == 2, fstat(2, &info) == 0 else { return false }
         return UInt64(parts[0]) == UInt64(info.st_dev) && UInt64(parts[1]) == UInt64(info.st_ino)
-    }
-}
-
-extension String {
-    package var replacingNewlines: String {
-        String(String.UnicodeScalarView(unicodeScalars.map { $0 == "\n" || $0 == "\r" ? " " : $0 }))
     }
 }
 

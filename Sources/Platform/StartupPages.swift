@@ -10,8 +10,9 @@ import Glibc
 /// "Pages touched only to start"). Those pages are clean copies of files, so the kernel can drop
 /// them at no risk: a page needed again is read again from the file.
 public enum StartupPages {
-    /// What `release` gave back: how many mappings it asked about, and the resident memory before
-    /// and after, in kB (`/proc/self/smaps_rollup`'s `Rss`).
+    /// What `release` gave back: how many mappings it asked about, and their resident memory
+    /// before and after, in kB (the sum of their `Rss` in `/proc/self/smaps`). The mappings' own
+    /// figure, not the process's: memory that other threads allocate meanwhile is not in it.
     public struct Released: Sendable, Equatable {
         public var mappings: Int
         public var rssBeforeKB: Int
@@ -35,17 +36,18 @@ public enum StartupPages {
     /// Nil where the kernel cannot (`MADV_PAGEOUT` is Linux 5.4's) or `/proc` is not mounted: the
     /// daemon then runs as before, with the pages resident.
     public static func release() -> Released? {
-        guard let maps = try? FileIO.read("/proc/self/maps", atMost: 1 << 20), let before = residentKB() else { return nil }
-        var mappings = 0
+        guard let maps = try? FileIO.read("/proc/self/maps", atMost: 1 << 20) else { return nil }
+        let ranges = String(decoding: maps, as: UTF8.self).split(separator: "\n").compactMap(readOnlyFileRange)
+        guard let before = residentKB(of: Set(ranges)) else { return nil }
+        var given: Set<Range<UInt>> = []
         var refused = 0
-        for line in String(decoding: maps, as: UTF8.self).split(separator: "\n") {
-            guard let range = readOnlyFileRange(line) else { continue }
+        for range in ranges {
             let start = UnsafeMutableRawPointer(bitPattern: range.lowerBound)
             // A locked mapping (mlock) is refused; the others are still asked.
-            if madvise(start, range.count, pageOut) == 0 { mappings += 1 } else { refused += 1 }
+            if madvise(start, range.count, pageOut) == 0 { given.insert(range) } else { refused += 1 }
         }
-        guard mappings > 0 || refused == 0 else { return nil }
-        return Released(mappings: mappings, rssBeforeKB: before, rssAfterKB: residentKB() ?? before)
+        guard !given.isEmpty || refused == 0 else { return nil }
+        return Released(mappings: given.count, rssBeforeKB: before, rssAfterKB: residentKB(of: Set(ranges)) ?? before)
     }
 
     /// `MADV_PAGEOUT`, which Swift's Glibc module does not show.
@@ -64,12 +66,21 @@ public enum StartupPages {
         return start..<end
     }
 
-    /// The process's resident memory in kB, from `/proc/self/smaps_rollup`.
-    private static func residentKB() -> Int? {
-        guard let rollup = try? FileIO.read("/proc/self/smaps_rollup", atMost: 65_536) else { return nil }
-        for line in String(decoding: rollup, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Rss:") {
-            return Int(line.dropFirst(4).split(separator: " ").first ?? "")
+    /// The resident memory of the mappings at `ranges`, in kB: the sum of their `Rss` lines in
+    /// `/proc/self/smaps`, where each mapping's header line is its `/proc/self/maps` line.
+    private static func residentKB(of ranges: Set<Range<UInt>>) -> Int? {
+        guard let smaps = try? FileIO.read("/proc/self/smaps", atMost: 16 << 20) else { return nil }
+        var total = 0
+        var counting = false
+        for line in String(decoding: smaps, as: UTF8.self).split(separator: "\n") {
+            if line.hasPrefix("Rss:") {
+                if counting { total += Int(line.dropFirst(4).split(separator: " ").first ?? "") ?? 0 }
+            } else if let range = readOnlyFileRange(line) {
+                counting = ranges.contains(range)
+            } else if line.first?.isHexDigit == true, line.contains("-") {
+                counting = false
+            }
         }
-        return nil
+        return total
     }
 }

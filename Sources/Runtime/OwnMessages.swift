@@ -1,4 +1,5 @@
 import Configuration
+import FlowCore
 import FoundationEssentials
 import Mosquitto
 import Platform

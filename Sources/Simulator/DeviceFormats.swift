@@ -1,4 +1,4 @@
-import Mosquitto
+import FlowCore
 
 /// One MQTT message as a device sends it.
 public struct DeviceMessage: Sendable, Equatable {

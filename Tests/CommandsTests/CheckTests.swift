@@ -94,6 +94,25 @@ import Testing
         return files
     }
 
+    /// A regex that repeats a repetition (its time doubles with each character of a payload that
+    /// nearly matches) is a warning naming the source and the group; the config is still valid.
+    @Test(arguments: [(#"^(\d+)+$"#, #"(\d+)+"#), (#"P: ([0-9.]+) W"#, nil)] as [(String, String?)])
+    func aSlowRegexIsAWarning(pattern: String, nested: String?) throws {
+        let folder = TemporaryFolder()
+        let config = try folder.write("c.yaml", """
+            sources: {grid: {topic: g, regex: '\(pattern)'}}
+            widgets: {w: {template: flow, flow: {exchange: {rate: grid}}}}
+            """)
+        let result = try runFlowbridge(["check", "--config", config])
+        #expect(result.status == 0, "\(result.err)")
+        let warning = "warning: source 'grid': the regex '\(pattern)' repeats a repetition"
+        if let nested {
+            #expect(result.out.contains("\(warning) (\(nested)): "), "\(result.out)")
+        } else {
+            #expect(!result.out.contains("repeats a repetition"), "\(result.out)")
+        }
+    }
+
     @Test func aMissingTemplateIsOneProblem() throws {
         let text = "sources:\n  a: {topic: x}\nwidgets:\n  w:\n    label: Power\n    unit: W\n    flow: {output: {rate: a}}\n    policy: {min_interval: 1s}\n"
         let error = #expect(throws: ConfigError.self) { try DaemonConfig.parse(text, file: "c.yaml") }

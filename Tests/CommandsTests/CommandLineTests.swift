@@ -13,6 +13,13 @@ import Testing
         try #require(Commands.command(named: name), "no command \(name)")
     }
 
+    /// The commands that take `--config`.
+    static var readingAConfig: [String] {
+        var names: [String] = []
+        for command in Commands.all where command.options.contains(where: { $0.spec == SharedOptions.config.spec }) { names.append(command.name) }
+        return names
+    }
+
     static func parse(_ words: [String], for name: String) throws -> Arguments {
         try Arguments(parsing: words[...], for: command(name))
     }
@@ -97,17 +104,31 @@ import Testing
         return options + (command.name == ReplayCommand.name ? ["t.ndjson"] : [])
     }
 
+    /// The config, state and log options read the same in every command that takes them: one
+    /// `SharedOptions` reads them, `--state` only where the command declares it.
+    @Test(arguments: Self.readingAConfig)
+    func theSharedOptionsReadAlikeEverywhere(name: String) throws {
+        let command = try Self.command(name)
+        let takesState = command.options.contains { $0.spec.name == "--state" }
+        let words = ["--config", "c.yaml", "--log-level", "error"] + (takesState ? ["--state", "s.json"] : []) + Self.required(of: command, besides: SharedOptions.config.spec)
+        let arguments = try Self.parse(words, for: name)
+        let state = command.options.compactMap { $0 as? Option<String?> }.first { $0.spec.name == "--state" }
+        let shared = try SharedOptions(parsing: arguments, state: state ?? SharedOptions.state)
+        #expect(shared.configPath == "c.yaml" && shared.log.threshold == .error)
+        #expect(shared.stateOverride == (takesState ? "s.json" : nil))
+    }
+
     /// Every option given at once reaches the command as its value; the defaults where none is.
     @Test func theOptionsReachTheCommands() throws {
         let run = try RunCommand(parsing: Self.parse(
             ["-c", "c.yaml", "--dry-run", "--summary", "--state", "s.json", "--log-level", "debug"], for: "run"))
-        #expect(run.configPath == "c.yaml" && run.dryRun && run.summary && run.stateOverride == "s.json" && run.log.threshold == .debug)
+        #expect(run.shared.configPath == "c.yaml" && run.dryRun && run.summary && run.shared.stateOverride == "s.json" && run.shared.log.threshold == .debug)
         let plain = try RunCommand(parsing: Self.parse([], for: "run"))
-        #expect(plain.configPath == "/etc/flowbridge/config.yaml" && !plain.dryRun && !plain.summary && plain.stateOverride == nil)
-        #expect(plain.log.threshold == .info)
+        #expect(plain.shared.configPath == "/etc/flowbridge/config.yaml" && !plain.dryRun && !plain.summary && plain.shared.stateOverride == nil)
+        #expect(plain.shared.log.threshold == .info)
 
         let check = try CheckCommand(parsing: Self.parse(["--config", "c.yaml", "--state", "s.json", "--listen", "2m", "--log-level", "warning"], for: "check"))
-        #expect(check.configPath == "c.yaml" && check.stateOverride == "s.json" && check.listenSeconds == 120 && check.log.threshold == .warning)
+        #expect(check.shared.configPath == "c.yaml" && check.shared.stateOverride == "s.json" && check.listenSeconds == 120 && check.shared.log.threshold == .warning)
         #expect(try CheckCommand(parsing: Self.parse([], for: "check")).listenSeconds == nil)
 
         let discover = try DiscoverCommand(parsing: Self.parse(
@@ -119,10 +140,10 @@ import Testing
         #expect(listening.seconds == 60 && listening.out == nil && listening.password == nil && listening.broker.port == 1883)
 
         let replay = try ReplayCommand(parsing: Self.parse(["--config", "c.yaml", "--final", "--state", "s.json", "--svg", "pictures", "-"], for: "replay"))
-        #expect(replay.configPath == "c.yaml" && replay.final && replay.stateFile == "s.json" && replay.svg == "pictures" && replay.trace == "-")
+        #expect(replay.shared.configPath == "c.yaml" && replay.final && replay.shared.stateOverride == "s.json" && replay.svg == "pictures" && replay.trace == "-")
 
         let render = try RenderCommand(parsing: Self.parse(["--config", "c.yaml", "--state", "s.json", "-o", "w.svg"], for: "render"))
-        #expect(render.configPath == "c.yaml" && render.stateOverride == "s.json" && render.out == "w.svg")
+        #expect(render.shared.configPath == "c.yaml" && render.shared.stateOverride == "s.json" && render.out == "w.svg")
 
         let simulate = try SimulateCommand(parsing: Self.parse(["--trace", "-", "--speed", "60", "--date", "2026-06-21", "--seed", "7"], for: "simulate"))
         guard case .trace("-") = simulate.options.output else { Issue.record("\(simulate.options.output)"); return }

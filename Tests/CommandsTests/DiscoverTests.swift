@@ -163,6 +163,18 @@ struct DiscoverBrokerTests {
         ])
     }
 
+    /// A huge retained message on the broker: `discover` takes the cap `run` takes (under MQTT 5
+    /// the broker is told the largest message and drops it), and hears the rest.
+    @Test func aHugeRetainedMessageIsNotTakenWhole() async throws {
+        let broker = try await MosquittoBroker()
+        try await broker.publish(topic: "junk/huge", payload: Array(repeating: 0x31, count: 40_000_000), retain: true)
+        try await broker.publish(topic: "evcc/site/battery/power", payload: "-1200", retain: true)
+        try await broker.publish(topic: "evcc/site/battery/soc", payload: "57", retain: true)
+        let discovered = try runFlowbridge(["discover", "--broker", "127.0.0.1:\(broker.port)", "--listen", "2s"])
+        #expect(await broker.waitForLog("Dropping too large outgoing PUBLISH"), "\(broker.log)")
+        #expect(discovered.status == 0 && discovered.out.contains("evcc/site/battery/soc"), "\(discovered.err)")
+    }
+
     /// A broker with a login: the password comes from the environment, and the config written
     /// refers to the same variable (never holds the password); a wrong one is said as such.
     @Test func aLoginFromTheEnvironment() async throws {

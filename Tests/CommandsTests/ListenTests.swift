@@ -55,6 +55,22 @@ struct ListenTests {
         return (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
     }
 
+    /// A stranger's payloads on the sources' topics (NUL, ESC and BEL raw, and as a JSON
+    /// string's escapes): the report and the log show them escaped, and write no control
+    /// character but their lines' ends.
+    @Test func controlCharactersHeardAreShownEscaped() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let (process, output) = try await Self.listen(try Self.config(port: broker.port), seconds: 12, broker: broker, folder: folder)
+        try await publishInOrder(broker, [
+            ("solar/ac/power", "\u{1B}]0;owned\u{07}\u{1B}[2J"),
+            ("shellypro3em-abc/status/em:0", #"{"total_act_power": "\u0000<0>x\u001b[2J"}"#),
+        ])
+        let text = await Self.finish(process, output)
+        #expect(!text.utf8.contains { ($0 < 0x20 && $0 != 0x0A) || $0 == 0x7F }, "\(Array(text.utf8))")
+        #expect(text.contains(#"\u001B]0;owned\u0007\u001B[2J"#), "\(text)")
+    }
+
     /// The battery's `invert` left out: evcc's + (discharging) reads as filling while the level
     /// falls, and the home's balance stays below 0. Both name the source to flip; status 2.
     @Test func aBatteryWithoutItsInvertIsFoundAndNamed() async throws {

@@ -40,7 +40,7 @@ import Testing
         var name: String
         var solarW: Double
         var gridW: Double
-        /// The cost bar's value and its rows' texts: Import, Export, Saved, Net.
+        /// The cost bar's value and its rows' texts: Net, Import, Export, Saved.
         var value: Double
         var rows: [String]
         /// The self-sufficiency bar's value and its Saved row.
@@ -55,20 +55,21 @@ import Testing
     static let days: [DayCase] = [
         // I = 2, H = 2: net 0.60 + 0.24 = 0.84, 0.84 / 2 = 0.42; saved 0.84 − 0.84 = 0.
         DayCase(
-            name: "under budget", solarW: 0, gridW: 1000, value: 0.42, rows: ["€0.60", "€0.00", "€0.00", "€0.84 of €2.00"],
+            name: "under budget", solarW: 0, gridW: 1000, value: 0.42, rows: ["€0.84 of €2.00", "€0.60", "€0.00", "€0.00"],
             autarky: 0, saved: "€0.00"),
         // I = 1, H = 4: net 0.30 + 0.24 = 0.54, 0.27; saved 1.20 + 0.24 − 0.54 = 0.90; 1 − 1/4.
         DayCase(
-            name: "solar covers three quarters", solarW: 1500, gridW: 500, value: 0.27, rows: ["€0.30", "€0.00", "€0.90", "€0.54 of €2.00"],
+            name: "solar covers three quarters", solarW: 1500, gridW: 500, value: 0.27, rows: ["€0.54 of €2.00", "€0.30", "€0.00", "€0.90"],
             autarky: 0.75, saved: "€0.90"),
         // I = 6, H = 6: net 1.80 + 0.24 = 2.04, 2.04 / 2 = 1.02: the bar stops at 1.
         DayCase(
-            name: "over budget clamps at 1", solarW: 0, gridW: 3000, value: 1, rows: ["€1.80", "€0.00", "€0.00", "€2.04 of €2.00"],
+            name: "over budget clamps at 1", solarW: 0, gridW: 3000, value: 1, rows: ["€2.04 of €2.00", "€1.80", "€0.00", "€0.00"],
             autarky: 0, saved: "€0.00"),
-        // E = 4, H = 2: net −0.32 + 0.24 = −0.08: the bar shows 0; saved 0.60 + 0.24 + 0.08 = 0.92.
+        // E = 4, H = 2: net −0.32 + 0.24 = −0.08: the bar shows 0, and the Net row says the day
+        // earned; saved 0.60 + 0.24 + 0.08 = 0.92.
         DayCase(
             name: "export earns more than the day costs: 0", solarW: 3000, gridW: -2000, value: 0,
-            rows: ["€0.00", "−€0.32", "€0.92", "−€0.08 of €2.00"], autarky: 1, saved: "€0.92"),
+            rows: ["earned €0.08; budget €2.00", "€0.00", "−€0.32", "€0.92"], autarky: 1, saved: "€0.92"),
     ]
 
     @Test(arguments: days)
@@ -76,7 +77,7 @@ import Testing
         let (lines, _) = try replay(config: Self.home, trace: Self.lines(Self.day(solarW: test.solarW, gridW: test.gridW)))
         let cost = try #require(ProgressReplayTests.documents(of: "cost", in: lines).last?.content)
         #expect(cost["value"]?.numberValue == test.value, "\(cost)")
-        #expect(cost["stat_rows"] == .array(zip(["Import", "Export", "Saved", "Net"], test.rows).map { ["label": .string($0), "value": .string($1)] }))
+        #expect(cost["stat_rows"] == .array(zip(["Net", "Import", "Export", "Saved"], test.rows).map { ["label": .string($0), "value": .string($1)] }))
         #expect(cost["label"] == "Today")
         let autarky = try #require(ProgressReplayTests.documents(of: "autarky", in: lines).last?.content)
         #expect(autarky["value"]?.numberValue == test.autarky)
@@ -84,7 +85,9 @@ import Testing
         #expect(autarky["stat_rows"]?.arrayValue?.map { $0["label"]?.stringValue } == ["Home", "From grid", "Saved", "Solar today"])
         #expect(ProgressReplayTests.row(autarky, 2)?["value"] == .string(test.saved))
         let flow = try #require(ProgressReplayTests.documents(of: "home", in: lines).last?.content)
-        #expect(flow["subtitle"] == .string("Net today \(test.rows[3].split(separator: " ")[0])"))
+        let words = test.rows[0].split(separator: " ")
+        let net = words[0] == "earned" ? "−" + String(words[1].dropLast()) : String(words[0])
+        #expect(flow["subtitle"] == .string("Net today \(net)"))
         try ProgressReplayTests.expectEveryDocumentValid(lines, widgets: ["home", "cost", "autarky"])
     }
 
@@ -94,7 +97,7 @@ import Testing
         let importOnly = Self.home.replacingOccurrences(of: "  export: {price: 0.08}\n", with: "")
         let (lines, _) = try replay(config: importOnly, trace: Self.lines(Self.day(solarW: 1500, gridW: 500)))
         let cost = try #require(ProgressReplayTests.documents(of: "cost", in: lines).last?.content)
-        #expect(cost["stat_rows"]?.arrayValue?.map { $0["label"]?.stringValue } == ["Import", "Saved", "Net"])
+        #expect(cost["stat_rows"]?.arrayValue?.map { $0["label"]?.stringValue } == ["Net", "Import", "Saved"])
         let untariffed = """
             sources:
               grid: {topic: home/grid}
@@ -124,7 +127,7 @@ import Testing
         #expect(messages.count == 361)
         let (lines, _) = try replay(config: config, trace: Self.lines(messages), final: false)
         let pushed = ProgressReplayTests.documents(of: "cost", in: lines)
-        let imported = pushed.compactMap { ProgressReplayTests.row($0.content, 0)?["value"]?.stringValue }
+        let imported = pushed.compactMap { ProgressReplayTests.row($0.content, 1)?["value"]?.stringValue }
         #expect(imported == (0...30).map { String(format: "€0.%02d", $0) }, "\(imported)")
         // The bar moves with the cents it is made of: 0.30 / 10 is 3 %.
         #expect(pushed.last?.content["value"] == 0.03)
@@ -180,7 +183,8 @@ import Testing
         for svgFile in ["\(pictures)/cost.svg", "\(out)/cost.svg"] {
             let svg = try String(contentsOfFile: svgFile, encoding: .utf8)
             #expect(try ProgressReplayTests.drawnFraction(svg) == 0.27, "\(svgFile)")
-            for text in [">Today</text>", ">Import<", ">€0.30<", ">Export<", ">Saved<", ">€0.90<"] {
+            // The large card's three rows: the net first, the figure people want.
+            for text in [">Today</text>", ">Net<", ">€0.54 of €2.00<", ">Import<", ">€0.30<", ">Export<"] {
                 #expect(svg.contains(text), "\(svgFile): \(text)")
             }
         }

@@ -39,6 +39,27 @@ struct RecordTests {
         """
     }
 
+    /// `record` and `check --listen` never push: a widget's token that cannot be read keeps
+    /// neither from starting, while `check`, which checks what `run` needs, still says it.
+    @Test func commandsThatNeverPushDoNotAskForTheToken() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let config = try folder.write("config.yaml", """
+            timezone: UTC
+            mqtt: {host: 127.0.0.1, port: \(broker.port)}
+            sources: {grid: {topic: grid/power}}
+            widgets:
+              w: {template: flow, flow: {exchange: {rate: grid}}, push: {url: "https://widgets.example/w", token_file: \(folder.url.path)/missing-token}}
+            """)
+        let recorded = try runFlowbridge(["record", "--config", config, "--out", "-", "--duration", "1s"])
+        #expect(recorded.status == 0, "\(recorded.err)")
+        let listened = try runFlowbridge(["check", "--config", config, "--listen", "1s"])
+        // 1: the grid never reported; not 78, a config it refuses.
+        #expect(listened.status == 1, "\(listened.out)\(listened.err)")
+        let checked = try runFlowbridge(["check", "--config", config])
+        #expect(checked.status == 78 && checked.err.contains("missing-token"), "\(checked.err)")
+    }
+
     /// −200 W as a big-endian int16: 0xFF38. Not UTF-8 (0xFF never is).
     static let batteryPayload: [UInt8] = [0xFF, 0x38]
 
@@ -290,10 +311,10 @@ struct RecordTests {
     @Test func theOptionsReachTheCommand() throws {
         let words = ["-c", "c.yaml", "-o", "day.ndjson", "--append", "--duration", "24h", "--log-level", "warning"]
         let record = try RecordCommand(parsing: Arguments(parsing: words[...], for: RecordCommand.self))
-        #expect(record.configPath == "c.yaml" && record.out == "day.ndjson" && record.append && record.seconds == 86_400)
-        #expect(record.log.threshold == .warning)
+        #expect(record.shared.configPath == "c.yaml" && record.out == "day.ndjson" && record.append && record.seconds == 86_400)
+        #expect(record.shared.log.threshold == .warning)
         let plain = try RecordCommand(parsing: Arguments(parsing: ["--out", "-"], for: RecordCommand.self))
-        #expect(plain.configPath == "/etc/flowbridge/config.yaml" && plain.out == "-" && !plain.append && plain.seconds == nil)
+        #expect(plain.shared.configPath == "/etc/flowbridge/config.yaml" && plain.out == "-" && !plain.append && plain.seconds == nil)
     }
 
     /// What the command line cannot mean: refused as usage errors, with record's usage.

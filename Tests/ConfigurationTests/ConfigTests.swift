@@ -9,6 +9,18 @@ import TestSupport
 import Testing
 
 @Suite struct ConfigTests {
+    /// What a shipped config says of the MQTT protocol's default is what the loader does: MQTT 5,
+    /// falling back to 3.1.1 (a broker too old for 5 is still reached).
+    @Test(arguments: Repository.shippedConfigs.filter { $0.hasSuffix(".yaml") })
+    func theProtocolsDefaultIsSaidAsTheLoaderHasIt(file: String) throws {
+        let loaded = try DaemonConfig.parse("sources: {a: {topic: x}}\nwidgets: {w: {template: flow, flow: {output: {rate: a}}}}", file: "c.yaml")
+        #expect(loaded.mqtt.protocolVersion == .v5 && loaded.mqtt.fallsBackToV311)
+        let text = try String(contentsOf: Repository.root.appendingPathComponent(file), encoding: .utf8)
+        for line in text.split(separator: "\n") where line.contains("protocol:") && line.contains("default") {
+            #expect(line.contains("default: 5, falling back to 3.1.1"), "\(file): \(line)")
+        }
+    }
+
     static let example = """
         timezone: Europe/Berlin            # optional; default: the system's zone
         mqtt: {host: 127.0.0.1, port: 1883} # used by `run`; replay ignores it

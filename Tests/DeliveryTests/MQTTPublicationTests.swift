@@ -1,7 +1,6 @@
 @testable import Delivery
 import FlowCore
 import FoundationEssentials
-import Mosquitto
 import Testing
 
 /// What the MQTT sink publishes when: pushes, connects, Home Assistant starting, reloads, and the

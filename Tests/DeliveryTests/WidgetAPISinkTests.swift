@@ -50,12 +50,22 @@ import Testing
         return try WidgetAPISink(widget: "power", settings: settings, token: token ?? service.token, log: log.record)
     }
 
+    /// Each test's set-up: the stand-in (`tls`, started with `arguments`), what the sink logs,
+    /// and the sink delivering to it (`configure` sees the stand-in, for its TLS files).
+    static func setUp(
+        tls: Bool = false, arguments: [String] = [], token: String? = nil, timeoutSeconds: Double = 5,
+        configure: (inout WidgetAPISettings, WidgetStandIn) -> Void = { _, _ in }
+    ) async throws -> (service: WidgetStandIn, log: LogLines, sink: WidgetAPISink) {
+        let service = try await WidgetStandIn(tls: tls, arguments: arguments)
+        let log = LogLines()
+        let sink = try Self.sink(service, token: token, timeoutSeconds: timeoutSeconds, log: log) { configure(&$0, service) }
+        return (service, log, sink)
+    }
+
     static func content(_ push: WidgetPush) -> JSONValue { push.document.json }
 
     @Test func aFullReplaceFirstThenPatchesWithTheTokenAndTheContentTypes() async throws {
-        let service = try await WidgetStandIn()
-        let log = LogLines()
-        let sink = try Self.sink(service, log: log) { $0.headers = [.init(name: "X-Client", value: "flowbridge-test")] }
+        let (service, log, sink) = try await Self.setUp { settings, _ in settings.headers = [.init(name: "X-Client", value: "flowbridge-test")] }
         var engine = Engine()
         let first = engine.push(-1400)
         sink.take(first)
@@ -76,11 +86,9 @@ import Testing
 
     /// Deployments differ: other methods and another wrapper key.
     @Test func methodsAndBodyKeyAreConfigurable() async throws {
-        let service = try await WidgetStandIn(arguments: ["--methods", "POST,PATCH", "--body-key", "data"])
-        let log = LogLines()
-        let sink = try Self.sink(service, log: log) {
-            $0.replaceMethod = .post
-            $0.bodyKey = "data"
+        let (service, log, sink) = try await Self.setUp(arguments: ["--methods", "POST,PATCH", "--body-key", "data"]) { settings, _ in
+            settings.replaceMethod = .post
+            settings.bodyKey = "data"
         }
         var engine = Engine()
         let first = engine.push(100)
@@ -121,9 +129,7 @@ import Testing
     /// or, where the fault left the widget in doubt, a full replace.
     @Test(arguments: Failure.allCases)
     func afterEachFailureTheWidgetShowsTheNewestDocument(failure: Failure) async throws {
-        let service = try await WidgetStandIn()
-        let log = LogLines()
-        let sink = try Self.sink(service, timeoutSeconds: 1, log: log) { $0.retry = WidgetDelivery.Retry(minSeconds: 0.5, maxSeconds: 1) }
+        let (service, log, sink) = try await Self.setUp(timeoutSeconds: 1) { settings, _ in settings.retry = WidgetDelivery.Retry(minSeconds: 0.5, maxSeconds: 1) }
         var engine = Engine()
         let first = engine.push(100)
         sink.take(first)
@@ -171,9 +177,7 @@ import Testing
     /// A real outage (connections refused): nothing queues up, the sink retries on its own, and the
     /// first request afterwards is one patch that carries the newest document.
     @Test func anOutageEndsWithOnePatchCarryingTheCurrentTruth() async throws {
-        let service = try await WidgetStandIn()
-        let log = LogLines()
-        let sink = try Self.sink(service, log: log)
+        let (service, log, sink) = try await Self.setUp()
         var engine = Engine()
         let first = engine.push(100)
         sink.take(first)
@@ -195,9 +199,7 @@ import Testing
 
     /// A document the service rejects (422 with its reason) is not sent again; the next one is.
     @Test func aRejectedDocumentIsLoggedWithTheReasonAndNotResent() async throws {
-        let service = try await WidgetStandIn()
-        let log = LogLines()
-        let sink = try Self.sink(service, log: log)
+        let (service, log, sink) = try await Self.setUp()
         var engine = Engine()
         sink.take(engine.push(100, level: 150))  // a level the spec rejects
         #expect(await service.waitUntil { $0.requests.count >= 1 } != nil)
@@ -213,9 +215,7 @@ import Testing
 
     /// A wrong token: said loudly, retried only after the long wait, never in a loop.
     @Test func aWrongTokenIsRefusedAndRetriedSlowly() async throws {
-        let service = try await WidgetStandIn()
-        let log = LogLines()
-        let sink = try Self.sink(service, token: "not-the-token", log: log)
+        let (service, log, sink) = try await Self.setUp(token: "not-the-token")
         var engine = Engine()
         sink.take(engine.push(100))
         let seen = try #require(await service.waitUntil { $0.requests.count >= 3 })
@@ -236,10 +236,8 @@ import Testing
 
     @Test(arguments: Trust.allCases)
     func tlsIsVerifiedUnlessTheUserSaysOtherwise(trust: Trust) async throws {
-        let service = try await WidgetStandIn(tls: true)
-        let files = try #require(service.tlsFiles)
-        let log = LogLines()
-        let sink = try Self.sink(service, log: log) { settings in
+        let (service, log, sink) = try await Self.setUp(tls: true) { settings, service in
+            guard let files = service.tlsFiles else { return }
             switch trust {
             case .itsCA: settings.caFile = files.caFile
             case .anotherCA: settings.caFile = files.wrongCAFile
@@ -249,6 +247,7 @@ import Testing
                 settings.insecure = true
             }
         }
+        #expect(service.tlsFiles != nil)
         var engine = Engine()
         let push = engine.push(100)
         sink.take(push)
@@ -308,9 +307,7 @@ import Testing
     /// A state saved while the sink delivers may be older than what the widget shows by the time
     /// the daemon dies: taken then, it is in doubt; taken after a stop, it is exact.
     @Test func aStateTakenWhileTheSinkRunsIsInDoubt() async throws {
-        let service = try await WidgetStandIn()
-        let log = LogLines()
-        let sink = try Self.sink(service, log: log)
+        let (service, _, sink) = try await Self.setUp()
         var engine = Engine()
         let first = engine.push(100)
         sink.take(first)
@@ -327,9 +324,7 @@ import Testing
 
     /// Stopping during a request that outlasts the stop leaves the widget in doubt in the saved state.
     @Test func aStopDuringAHangingRequestLeavesTheWidgetInDoubt() async throws {
-        let service = try await WidgetStandIn()
-        let log = LogLines()
-        let sink = try Self.sink(service, timeoutSeconds: 30, log: log)
+        let (service, _, sink) = try await Self.setUp(timeoutSeconds: 30)
         var engine = Engine()
         let first = engine.push(100)
         sink.take(first)

@@ -61,4 +61,37 @@ import Testing
         #expect(Self.kind(decoder.decode(Array("P: x W".utf8))) == .notANumber)
         #expect(Self.kind(decoder.decode([0x01, 0xFF])) == .binary)
     }
+
+    /// A regex is matched against 1 KiB at most: beyond, the payload is refused unread, however
+    /// the pattern would fare (`([0-9.]+) W` on a run of digits fails at every start, the square of
+    /// the length); up to it, read as before, the run of digits and all.
+    @Test(arguments: [(1024, nil), (1025, PayloadError.Kind.tooLongForRegex), (2048, .tooLongForRegex), (65_536, .tooLongForRegex)])
+    func aPatternReadsAtMostItsLimit(bytes: Int, refused: PayloadError.Kind?) throws {
+        let decoder = PayloadDecoder(format: .pattern(try PatternFormat("([0-9.]+) W")))
+        let payload = Array(repeating: UInt8(ascii: "9"), count: bytes - 7) + Array(" 12.5 W".utf8)
+        let decoded = decoder.decode(payload)
+        if let refused {
+            #expect(Self.kind(decoded) == refused)
+        } else {
+            #expect(decoded == .value(12.5))
+        }
+    }
+
+    /// Patterns that repeat a repetition, whose time doubles with each character of a text that
+    /// nearly matches, are found (for `check`'s warning); the others are not.
+    @Test(arguments: [
+        (#"^(\d+)+$"#, #"(\d+)+"#),
+        ("(a*)*", "(a*)*"),
+        ("(?:x+){2,}", "(?:x+){"),
+        (#"^((\d+)\s*)*$"#, #"((\d+)\s*)*"#),
+        ("([0-9.]+) W", nil),
+        (#"P: ([^ ]*) W"#, nil),
+        (#"[(+*]+(\d+)"#, nil),
+        (#"\((\d+)\)+"#, nil),
+        ("(a|b)+", nil),
+        (#"(\d{1,3})+"#, #"(\d{1,3})+"#),
+    ] as [(String, String?)])
+    func nestedRepetitionsAreFound(pattern: String, nested: String?) throws {
+        #expect(PatternFormat.nestedRepetition(in: pattern) == nested)
+    }
 }

@@ -3,6 +3,7 @@ import Glibc
 import Mosquitto
 import TestSupport
 import Testing
+import Threads
 
 /// What the broker refuses, and what it must not send: a subscription its ACL forbids (SUBACK
 /// 0x80), a publish it forbids (an MQTT 5 PUBACK), a message larger than the client takes (MQTT 5
@@ -117,7 +118,7 @@ final class OldBroker: @unchecked Sendable {
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
         self.listener = listener
         port = Int(UInt16(bigEndian: address.sin_port))
-        Thread.detachNewThread { [self] in serve() }
+        _ = try? NamedThread.start("broker 3.1.1", detached: true) { [self] in serve() }
     }
 
     deinit { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
@@ -134,7 +135,7 @@ final class OldBroker: @unchecked Sendable {
             let answer: [UInt8] = [0x20, 0x02, 0x00, level == 4 ? 0x00 : 0x01]
             _ = send(connection, answer, answer.count, Int32(MSG_NOSIGNAL))
             if level != 4 { close(connection); continue }
-            Thread.detachNewThread {
+            _ = try? NamedThread.start("broker client", detached: true) {
                 var sink = [UInt8](repeating: 0, count: 4096)
                 while recv(connection, &sink, sink.count, 0) > 0 {}
                 close(connection)

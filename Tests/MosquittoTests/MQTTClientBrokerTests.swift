@@ -1,3 +1,4 @@
+import FlowCore
 import Foundation
 import Testing
 @testable import Mosquitto

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import Threads
 @testable import Mosquitto
 import TestSupport
 
@@ -23,7 +24,7 @@ struct MQTTEventsTests {
 
         init(into events: MQTTEvents, _ items: [MQTTEvent]) {
             total = items.count
-            Thread.detachNewThread { [self] in
+            _ = try? NamedThread.start("producer", detached: true) { [self] in
                 for item in items {
                     calls.add(1, ordering: .sequentiallyConsistent)
                     let accepted = events.push(item)

@@ -1,3 +1,4 @@
+import FlowCore
 import Testing
 @testable import Mosquitto
 

@@ -1,6 +1,8 @@
+import Foundation
 import Platform
 import TestSupport
 import Testing
+import Threads
 
 /// The pages read only to start, given back once the daemon runs (`StartupPages`).
 @Suite struct StartupPagesTests {
@@ -22,13 +24,52 @@ import Testing
     }
 
     /// This test process's own code, resident since it started, is given back, and the code goes
-    /// on running: what is needed again is read again from the file.
+    /// on running: what is needed again is read again from the file. What it gave back is the
+    /// mappings' own figure: another thread filling memory meanwhile (as other suites do in the
+    /// same process) moves the process's resident size, not that.
     @Test func theProcessGivesBackResidentCodeAndRunsOn() throws {
+        let filling = MemoryFiller()
+        defer { filling.stop() }
+        #expect(filling.waitUntilFilling())
         let released = try #require(StartupPages.release(), "MADV_PAGEOUT (Linux 5.4) and /proc are needed")
         #expect(released.mappings > 0)
         #expect(released.rssAfterKB < released.rssBeforeKB, "\(released)")
         #expect(released.text(after: "running").hasPrefix("running: gave back "))
         // Code the release dropped, read back: the process still computes.
-        #expect((1...1000).map { $0 * $0 }.reduce(0, +) == 333_833_500)
+        let squares: Int = (1...1000).map { $0 * $0 }.reduce(0, +)
+        #expect(squares == 333_833_500)
     }
+}
+
+/// Another suite's allocations, played on a thread of its own: touches a fresh 8 MB block after
+/// another, up to 512 MB, and gives them all back, until stopped.
+private final class MemoryFiller: @unchecked Sendable {
+    private let state = NSCondition()
+    private var stopped = false
+    private var blocks = 0
+
+    init() {
+        _ = try? NamedThread.start("memory filler", detached: true) { [self] in
+            var held: [UnsafeMutableRawPointer] = []
+            while !state.withLock({ stopped }) {
+                if held.count == 64 { held.forEach { free($0) }; held.removeAll() }
+                guard let block = malloc(8 << 20) else { break }
+                memset(block, 1, 8 << 20)
+                held.append(block)
+                state.withLock { blocks += 1; state.broadcast() }
+            }
+            held.forEach { free($0) }
+        }
+    }
+
+    /// Until the thread has touched a few blocks (bounded, so a test never hangs on it).
+    func waitUntilFilling() -> Bool {
+        state.withLock {
+            let deadline = Date().addingTimeInterval(30)
+            while blocks < 4, state.wait(until: deadline) {}
+            return blocks >= 4
+        }
+    }
+
+    func stop() { state.withLock { stopped = true } }
 }

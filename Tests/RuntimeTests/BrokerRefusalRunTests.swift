@@ -42,6 +42,27 @@ struct BrokerRefusalRunTests {
         #expect(!result.out.contains("no message on evcc/site/battery/power"), "\(result.out)")
     }
 
+    /// 1 MiB on a regex source that takes that much (`max_payload: 2MiB`): the pattern, which
+    /// fails at every start of a run of digits, is never matched against it; the payload is refused
+    /// naming the source, and the daemon goes on: the grid's next reading is pushed, the watchdog
+    /// pinged.
+    @Test func aHugePayloadOnARegexSourceIsRefusedAndTheDaemonGoesOn() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let config = RunTests.config(port: broker.port, state: folder.url.appendingPathComponent("state.json").path).replacingOccurrences(
+            of: "solar: {topic: solar/ac/power, stale_after: 5m}", with: "solar: {topic: solar/ac/power, stale_after: 5m, regex: '([0-9.]+) W', max_payload: 2MiB}")
+        let notify = try NotifySocket(in: folder)
+        let daemon = try RunTests.Daemon(config: config, folder: folder, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"])
+        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        try await broker.publish(topic: "solar/ac/power", payload: Array(repeating: UInt8(ascii: "9"), count: 1 << 20))
+        #expect(await daemon.waitFor("a payload of 1048576 bytes is longer than a regex source matches (1024 bytes); not read"), "\(daemon.text)")
+        #expect(daemon.text.contains("solar"), "\(daemon.text)")
+        try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":-1400}"#)
+        #expect(await daemon.waitFor(#""rate":-1400"#), "\(daemon.text)")
+        #expect(await notify.ticks(2), "\(notify.received)")
+        await daemon.stop()
+    }
+
     /// A 40 MB retained message on a source's topic: under MQTT 5 the broker is told the largest
     /// packet and drops it, so the daemon's memory never sees it; under 3.1.1 it is left unread
     /// and said. Either way the daemon goes on with the next reading.

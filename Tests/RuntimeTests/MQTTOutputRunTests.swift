@@ -154,6 +154,38 @@ struct MQTTOutputRunTests {
         await daemon.stop()
     }
 
+    /// 100,000 `online` on Home Assistant's status, which anyone may publish: re-announcing is
+    /// coalesced, at most once a second. The discovery configs are counted on the broker by a
+    /// subscriber; the daemon's resident memory before and after is printed for the record.
+    @Test func anOnlineFloodIsAtMostOneReannounceASecond() async throws {
+        let broker = try await MosquittoBroker()
+        let daemon = try Self.daemon(broker)
+        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(Set(try await Self.discoveryConfigs(broker).keys) == Self.sensorTopics())
+        let before = try #require(daemon.residentKilobytes)
+        let listener = try await broker.subscriber(topic: "homeassistant/sensor/+/+/config", count: 10_000_000, timeout: 3600)
+        let started = ContinuousClock.now
+        let flood = try runProgram(
+            try MosquittoBroker.executable("mosquitto_pub"), broker.clientArguments + ["-t", "homeassistant/status", "-l"],
+            stdin: String(repeating: "online\n", count: 100_000))
+        #expect(flood.status == 0, "\(flood.err)")
+        // Messages are taken in order: once a reading after the flood is pushed, the daemon has
+        // taken every `online` the broker delivered. (Sent again until then: a broker drops what
+        // overflows a slow client's queue, the reading too.)
+        var sent = 0
+        #expect(await eventually {
+            if sent < 100 { try? await broker.publish(topic: "solar/ac/power", payload: "1234"); sent += 1 }
+            return daemon.text.contains(#""rate":1234"#)
+        }, "\(daemon.text)")
+        let after = try #require(daemon.residentKilobytes)
+        await daemon.stop()
+        let seconds = Int(((ContinuousClock.now - started) / .seconds(1)).rounded(.up))
+        let announced = await listener.messages(timeout: .seconds(1)).filter { !$0.retained }.count
+        print("online flood: VmRSS \(before) kB before, \(after) kB after 100,000 online; \(announced) discovery configs in \(seconds) s")
+        #expect(announced <= Self.sensorTopics().count * (seconds + 1), "\(announced) configs in \(seconds) s")
+        #expect(daemon.text.contains("more `online` came meanwhile"), "\(daemon.text)")
+    }
+
     /// A broker that restarts without persistence has lost every retained message: the reconnect
     /// publishes the daemon's current document and the discovery configs again.
     @Test func aBrokerRestartEndsWithTheRetainedContentEqualToTheDaemonsDocument() async throws {

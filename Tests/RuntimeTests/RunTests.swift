@@ -62,9 +62,14 @@ struct RunTests {
         }
 
         /// Peak resident memory (kB) so far.
-        var peakRSSKilobytes: Int? {
+        var peakRSSKilobytes: Int? { statusKilobytes("VmHWM:") }
+        /// Resident memory (kB) now.
+        var residentKilobytes: Int? { statusKilobytes("VmRSS:") }
+
+        /// A figure in kB of `/proc/PID/status`.
+        private func statusKilobytes(_ field: String) -> Int? {
             guard let status = try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8) else { return nil }
-            let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+            let line = status.split(separator: "\n").first { $0.hasPrefix(field) }
             return line.flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true)[1]) }
         }
     }

@@ -1,6 +1,5 @@
 import FlowCore
 import Foundation
-import Mosquitto
 @testable import Simulator
 import Testing
 

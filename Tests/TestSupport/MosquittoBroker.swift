@@ -407,7 +407,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         return (process.exitCode ?? -1, text)
     }
 
-    static func executable(_ name: String) throws -> String {
+    public static func executable(_ name: String) throws -> String {
         guard let path = findExecutable(name) else { throw BrokerError("\(name) not found on PATH") }
         return path
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Threads
 
 /// Runs each test of a suite on a thread of its own instead of Swift's shared cooperative pool:
 /// `@Suite(.ownThread)`. For tests that wait with a deadline or inside a window (a child process,
@@ -40,11 +41,10 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     private var finished = false
 
     public init(name: String) {
-        let thread = Thread { [self] in
+        // A test goes on without its executor if the system has no thread to give it.
+        _ = try? NamedThread.start(name, detached: true) { [self] in
             while let job = next() { job.runSynchronously(on: asUnownedTaskExecutor()) }
         }
-        thread.name = name
-        thread.start()
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {

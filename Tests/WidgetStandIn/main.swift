@@ -25,6 +25,7 @@ import FlowCore
 import FoundationEssentials
 import Glibc
 import Synchronization
+import Threads
 
 signal(SIGPIPE, SIG_IGN)
 
@@ -176,7 +177,7 @@ final class StandIn: Sendable {
     func controlLoop(_ fd: Int32) -> Never {
         while true {
             let client = accept(fd, nil, nil)
-            if client >= 0 { spawn { self.serve(client, tls: nil) } }
+            if client >= 0 { spawn("http client") { self.serve(client, tls: nil) } }
         }
     }
 
@@ -186,7 +187,7 @@ final class StandIn: Sendable {
             let client = accept(fd, nil, nil)
             if client >= 0 {
                 state.withLock { _ = $0.connections.insert(client) }
-                spawn { self.serve(client, tls: self.tls) }
+                spawn("https client") { self.serve(client, tls: self.tls) }
                 continue
             }
             // The listener was closed for an outage: wait for its end (the time it was told to
@@ -457,22 +458,9 @@ final class Connection {
     }
 }
 
-/// Runs `body` on a thread of its own.
-func spawn(_ body: @escaping @Sendable () -> Void) {
-    final class Box: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    var thread = pthread_t()
-    let context = Unmanaged.passRetained(Box(body)).toOpaque()
-    guard pthread_create(&thread, nil, { context in
-        Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
-        return nil
-    }, context) == 0 else {
-        Unmanaged<Box>.fromOpaque(context).release()
-        return
-    }
-    pthread_detach(thread)
+/// Runs `body` on a thread of its own, named `name`.
+func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) {
+    _ = try? NamedThread.start(name, detached: true, body)
 }
 
 let standIn = StandIn(options: options)
@@ -481,7 +469,7 @@ guard let port = standIn.listen(port: options.port) else {
     exit(1)
 }
 if standIn.tls != nil, let (fd, controlPort) = StandIn.listeningSocket(port: 0) {
-    spawn { standIn.controlLoop(fd) }
+    spawn("control") { standIn.controlLoop(fd) }
     say("control on 127.0.0.1:\(controlPort)", to: 1)
 }
 say("listening on 127.0.0.1:\(port)", to: 1)

@@ -183,9 +183,11 @@ extension FlowEngine {
 
     // MARK: - The day's money
 
-    /// Net cost / budget within 0…1 (a day that earned more than it cost shows 0); rows: Import,
+    /// Net cost / budget within 0…1 (a day that earned more than it cost shows 0); rows: Net
+    /// first, the figure people want and one of the three the large card draws (`€1.18 of €5.00`,
+    /// or `earned €0.08; budget €5.00` on a day whose bar stands at 0 because it earned), Import,
     /// Export (with an export price; earnings shown as money off the bill, `−€0.45`), Saved (with
-    /// an output), Net `€1.18 of €5.00`, and Unpriced kWh once energy flowed without a price.
+    /// an output), and Unpriced kWh once a Wh flowed without a price, to the Wh.
     ///
     /// Every figure is the currency's smallest unit (a cent), and so is the net cost the bar is
     /// made of: the document changes, and the policy pushes it, when a figure it shows moves,
@@ -194,11 +196,15 @@ extension FlowEngine {
         guard let flow = gauge.flow, hasRead(gauge), let money = moneyReport(of: flow, at: now) else { return nil }
         let policy = gauge.config.policy
         let currency = money.currency
-        var rows = [StatRow(label: "Import", value: currency.text(money.importCost))]
+        let earned = currency.rounded(money.netCost) < 0
+        let net = earned ? "earned \(currency.text(-money.netCost)); budget \(currency.text(budget))" : "\(currency.text(money.netCost)) of \(currency.text(budget))"
+        var rows = [StatRow(label: "Net", value: net), StatRow(label: "Import", value: currency.text(money.importCost))]
         if pricing.exportPrices != nil { rows.append(StatRow(label: "Export", value: currency.text(-money.exportEarnings))) }
         if let saved = savedRow(money) { rows.append(saved) }
-        rows.append(StatRow(label: "Net", value: "\(currency.text(money.netCost)) of \(currency.text(budget))"))
-        if money.unpricedTotalKWh >= MoneyReport.unpricedShownKWh { rows.append(energyRow("Unpriced", money.unpricedTotalKWh, policy)) }
+        if money.unpricedTotalKWh >= MoneyReport.unpricedShownKWh {
+            // To the Wh whatever the widget's total_step: 3 Wh unpriced is never "0 kWh".
+            rows.append(StatRow(label: "Unpriced", value: JSONValue.format(PatchPolicy.quantize(money.unpricedTotalKWh, step: MoneyReport.unpricedShownKWh)), unit: "kWh"))
+        }
         // The grid's meter (import, export) or the home's (what the grid alone would have cost).
         silent = silentNodes(of: flow, where: { $0.place == .exchange || $0.place == .output }, at: now)
         let value = policy.fraction(currency.rounded(money.netCost) / budget)

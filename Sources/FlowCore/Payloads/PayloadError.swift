@@ -16,6 +16,8 @@ public struct PayloadError: Error, Sendable, Hashable, CustomStringConvertible {
         case missingKey = "missing key"
         /// `regex:` found nothing in the payload.
         case noMatch = "regex does not match"
+        /// `regex:` and a payload longer than a pattern is matched against.
+        case tooLongForRegex = "too long for the regex"
         /// `decode:` and a payload of another length.
         case wrongLength = "wrong length"
         /// `hex: true` and text that is not hex digits.

@@ -1,0 +1,23 @@
+import Foundation
+import Mosquitto
+import TestSupport
+import Testing
+
+/// The client's network loop runs on a thread named for it, as `top -H` and a debugger show it.
+@Suite struct NetworkThreadTests {
+    /// The names of this process's threads now (`/proc/self/task/*/comm`).
+    static func threadNames() -> [String] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+            .map { $0.trimmingCharacters(in: .newlines) }
+    }
+
+    @Test func theNetworkThreadIsNamed() async throws {
+        let before = Self.threadNames().filter { $0 == "mqtt network" }.count
+        // Nothing listens on port 1: the client keeps trying, on its thread.
+        let client = try MQTTClient(options: MQTTOptions(port: 1, clientID: "named-thread-test"), subscriptions: [])
+        try client.start()
+        defer { client.stop() }
+        #expect(await eventually { Self.threadNames().filter { $0 == "mqtt network" }.count > before }, "\(Self.threadNames())")
+    }
+}
