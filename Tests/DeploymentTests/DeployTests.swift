@@ -322,7 +322,7 @@ struct HomeAssistantAddonTests {
 struct PackageDependencyTests {
     static let script = Repository.root.appendingPathComponent("scripts/runtime-packages.sh").path
     /// What packaging/deb.sh makes the release package depend on on Debian bookworm.
-    static let depends = "libc6 (>= 2.35), libgcc-s1 (>= 3.3), libmosquitto1 (>= 1.6), libstdc++6 (>= 11), libyaml-0-2, libsqlite3-0, libmicrohttpd12, libcurl4 (>= 7.88.1), tzdata, procps"
+    static let depends = "libc6 (>= 2.35), libgcc-s1 (>= 3.3), libmosquitto1 (>= 1.6), libstdc++6 (>= 11), libsqlite3-0, libmicrohttpd12, libyaml-0-2, libcurl4 (>= 7.88.1), tzdata, procps"
 
     /// A package of nothing but its control file, depending on `depends`.
     static func package(depends: String, in folder: TemporaryFolder) throws -> String {
