@@ -22,7 +22,7 @@ struct ListenTests {
         return text
     }
 
-    /// Starts `check --listen` and waits until it has subscribed. The tests listen for 12 s, and
+    /// Starts `check --listen` and waits until it has subscribed. The tests listen for `window` seconds, and
     /// publish their readings inside that window (`publishInOrder`).
     static func listen(_ config: String, seconds: Int, broker: MosquittoBroker, folder: TemporaryFolder) async throws -> (ChildProcess, String) {
         let path = try folder.write("config.yaml", config)
@@ -50,8 +50,12 @@ struct ListenTests {
         try await publishInOrder(broker, messages)
     }
 
+    /// How long each test listens: every message a test publishes (two dozen `mosquitto_pub`
+    /// runs, a pause) must come within it, also on a machine busy with the rest of the suite.
+    static let window = 30
+
     static func finish(_ process: ChildProcess, _ output: String) async -> String {
-        #expect(await process.waitForExit(timeout: .seconds(20)))
+        #expect(await process.waitForExit(timeout: .seconds(window + 20)))
         return (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
     }
 
@@ -61,7 +65,7 @@ struct ListenTests {
     @Test func controlCharactersHeardAreShownEscaped() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let (process, output) = try await Self.listen(try Self.config(port: broker.port), seconds: 12, broker: broker, folder: folder)
+        let (process, output) = try await Self.listen(try Self.config(port: broker.port), seconds: Self.window, broker: broker, folder: folder)
         try await publishInOrder(broker, [
             ("solar/ac/power", "\u{1B}]0;owned\u{07}\u{1B}[2J"),
             ("shellypro3em-abc/status/em:0", #"{"total_act_power": "\u0000<0>x\u001b[2J"}"#),
@@ -76,7 +80,7 @@ struct ListenTests {
     @Test func aBatteryWithoutItsInvertIsFoundAndNamed() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let (process, output) = try await Self.listen(try Self.config(port: broker.port, batteryInverted: false), seconds: 12, broker: broker, folder: folder)
+        let (process, output) = try await Self.listen(try Self.config(port: broker.port, batteryInverted: false), seconds: Self.window, broker: broker, folder: folder)
         try await Self.night(broker)
         let text = await Self.finish(process, output)
         #expect(process.exitCode == 2, "\(text)")
@@ -97,7 +101,7 @@ struct ListenTests {
     @Test func aSourceThatNeverReportsFailsTheListen() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let (process, output) = try await Self.listen(try Self.config(port: broker.port), seconds: 12, broker: broker, folder: folder)
+        let (process, output) = try await Self.listen(try Self.config(port: broker.port), seconds: Self.window, broker: broker, folder: folder)
         try await Self.night(broker, emdata: false)
         let text = await Self.finish(process, output)
         #expect(process.exitCode == 1, "\(text)")
@@ -114,7 +118,7 @@ struct ListenTests {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
         let config = try Self.config(port: broker.port).replacingOccurrences(of: "{topic: solar/ac/power,", with: "{topic: Solar/ac/power,")
-        let (process, output) = try await Self.listen(config, seconds: 12, broker: broker, folder: folder)
+        let (process, output) = try await Self.listen(config, seconds: Self.window, broker: broker, folder: folder)
         var messages: [(String, String)] = []
         for round in 0..<4 {
             messages.append(("solar/ac/power", "1500.0"))
@@ -138,7 +142,7 @@ struct ListenTests {
     @Test func messagesWithoutTheFieldAreCountedApart() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let (process, output) = try await Self.listen(try Self.config(port: broker.port), seconds: 12, broker: broker, folder: folder)
+        let (process, output) = try await Self.listen(try Self.config(port: broker.port), seconds: Self.window, broker: broker, folder: folder)
         try await publishInOrder(broker, Array(repeating: ("shellypro3em-abc/status/em:0", #"{"id":0,"errors":["phase_sequence"]}"#), count: 3))
         try await Self.night(broker)
         let text = await Self.finish(process, output)
@@ -155,7 +159,7 @@ struct ListenTests {
         var config = try Self.config(port: broker.port)
         config = config.replacingOccurrences(of: "sources:\n", with: "sources:\n  price: {topic: market/price, unit: ct/kWh, stale_after: 20m}\n")
         config += "\ntariff:\n  import: {price: price}\n  export: {price: 0.08}\n"
-        let (process, output) = try await Self.listen(config, seconds: 12, broker: broker, folder: folder)
+        let (process, output) = try await Self.listen(config, seconds: Self.window, broker: broker, folder: folder)
         try await Self.night(broker)
         let grid = ("shellypro3em-abc/status/em:0", #"{"id":0,"total_act_power":7200}"#)
         try await publishInOrder(broker, [grid])
