@@ -9,6 +9,19 @@ import Testing
 /// readings still become pushes and the daemon's memory stays bounded (measured and printed).
 @Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct WindowHostileTests {
+    /// Opens 1,000 connections to the port it is given, says how many it has, and holds them.
+    static let idleClients = """
+        import socket, sys, time
+        held = []
+        for _ in range(1000):
+            try:
+                held.append(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5))
+            except OSError:
+                pass
+        print(f"opened {len(held)}", flush=True)
+        time.sleep(3600)
+        """
+
     static func config(broker: Int, window: String, state: String, extra: String = "") -> String {
         """
         mqtt: {host: 127.0.0.1, port: \(broker), client_id: flowbridge-hostile}
@@ -84,13 +97,18 @@ struct WindowHostileTests {
 
         // 1,000 idle connections: the listener takes what its limits allow and closes the rest;
         // meanwhile the readings still become pushes; once the idle ones time out (2 s), it answers.
-        var idle: [Int32] = []
-        for _ in 0..<1000 { if let fd = HTTPProbe.connect(port: port, timeoutSeconds: 5) { idle.append(fd) } }
+        // They are a child's: in this process their descriptors would push the other tests'
+        // MQTT clients past select()'s 1,024, where libmosquitto's loop no longer sees its socket.
+        let idleLog = folder.url.appendingPathComponent("idle.out").path
+        let idle = try ChildProcess(try MosquittoBroker.executable("python3"), ["-c", Self.idleClients, "\(port)"], outputFile: idleLog)
+        let opened = await poll { (try? String(contentsOfFile: idleLog, encoding: .utf8))?.split(separator: "\n").first { $0.hasPrefix("opened ") } }
+        #expect(opened != nil)
         #expect(try await Self.pushGoesOut(broker, daemon, rate: 300))
         let duringIdle = Self.residentKilobytes(daemon.process.pid)
         #expect(await eventually { HTTPProbe.request(port: port, path: "/metrics", timeoutSeconds: 5)?.status == 200 })
-        for fd in idle { close(fd) }
-        print("window: \(idle.count) of 1000 idle connections opened")
+        idle.send(SIGKILL)
+        _ = await idle.waitForExit(timeout: .seconds(10))
+        print("window: \(opened ?? "none") of 1000 idle connections")
 
         // A client that sends a byte a second holds one connection, not the listener: another
         // client is answered meanwhile, and so are the readings.
