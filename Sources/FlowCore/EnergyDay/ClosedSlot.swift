@@ -42,7 +42,8 @@ public struct SlotMoney: Sendable, Equatable {
     /// The standing charge accrued over the slot's time.
     public var standingCharge: Double
     /// The price per kWh (fees and VAT in) billed in the slot: the cost over the priced energy
-    /// where energy flowed, else the price in force at the slot's end; nil when none was known.
+    /// where energy flowed, else the price in force in the slot's last instant (1 ms before its
+    /// end, so that a time-of-use change on the boundary is the next slot's); nil when none was known.
     public var importPricePerKWh: Double?
     public var exportPricePerKWh: Double?
     /// Energy that flowed without a known price, by account.
