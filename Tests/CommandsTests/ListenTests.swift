@@ -152,11 +152,12 @@ struct ListenTests {
 
     /// A tariff whose import price source never sends: 7.2 kW from the grid for two seconds (4 Wh)
     /// and the home's use flow without a price, counted apart and said once; the fixed export
-    /// price is known.
+    /// price is known. The import is integrated here: the example's import counter (a fixed
+    /// payload) never rises, and the derived home's day is what the other accounts counted.
     @Test func energyWithoutAPriceIsCountedApartAndSaid() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        var config = try Self.config(port: broker.port)
+        var config = try Self.config(port: broker.port).replacingOccurrences(of: "total: {counter: grid_import}", with: "total: import")
         config = config.replacingOccurrences(of: "sources:\n", with: "sources:\n  price: {topic: market/price, unit: ct/kWh, stale_after: 20m}\n")
         config += "\ntariff:\n  import: {price: price}\n  export: {price: 0.08}\n"
         let (process, output) = try await Self.listen(config, seconds: Self.window, broker: broker, folder: folder)

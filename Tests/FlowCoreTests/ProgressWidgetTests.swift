@@ -355,8 +355,9 @@ import Testing
         Self.expectValid(home)
     }
 
-    /// The day's self-sufficiency stands still while the grid meter is silent (its import total
-    /// counts nothing, the home's balance is held): the bar says so, naming the grid.
+    /// The grid meter is silent: its import counts nothing from its last reading, while the solar's
+    /// production goes on counting into the home's day (the balance of what the meters counted):
+    /// the bar says the grid is silent, naming it.
     @Test func aSilentGridMeterGraysTheSelfSufficiencyBar() throws {
         var config = Self.home([ProgressWidgetConfig(name: "autarky", measure: .selfSufficiency, policy: Self.policy)])
         config.sources[1].staleAfterSeconds = 60
@@ -370,7 +371,9 @@ import Testing
         let bar = try #require(home.progress("autarky"))
         #expect(bar.shared.subtitle == "Grid: no reading since 14:02")
         #expect(bar.shared.accentColor == "gray")
-        #expect(bar.value == 0.67)  // 1 − 500 / 1500
+        // Import 50 s at 500 W; the home used the solar's 120 s at 1000 W and that import:
+        // 1 − 25 / 145.
+        #expect(bar.value == 0.83)
         Self.expectValid(home)
     }
 

@@ -109,6 +109,12 @@ public struct EnergyTotal: Sendable, Equatable {
         return span
     }
 
+    /// Moves the day's energy by what other accounts counted (a derived output's day is their
+    /// balance); never below 0.
+    mutating func add(_ energyKWh: Double) {
+        self.energyKWh = max(0, self.energyKWh + energyKWh)
+    }
+
     /// Ends the current segment without counting it: the rate was unknown from here (a balance with
     /// a stale term), or the clock stepped. Counting starts again at the next known rate.
     public mutating func interrupt() {

@@ -67,6 +67,7 @@ extension FlowEngine {
             // The new day's accounts start at 0: sensors hear so at once, even when the closed
             // day's were 0 too (a new day is news to a sensor that resets at midnight).
             widgets[position].accountsMoved = true
+            widgets[position].balanceKWh = 0
             widgets[position].accountsSent = nil
         }
         pricing.unpricedSaid = []
@@ -81,7 +82,7 @@ extension FlowEngine {
                 let setup = widgets[position].nodes[node].setup
                 for index in setup.accountKinds.indices {
                     if let span = widgets[position].nodes[node].accounts[index].carry(to: boundary, maxGapSeconds: setup.maxGapSeconds) {
-                        price(span, setup.accountKinds[index], at: setup.place, inWidget: position, into: &out)
+                        count(span, setup.accountKinds[index], at: setup.place, inWidget: position, into: &out)
                     }
                 }
             }

@@ -18,6 +18,24 @@ extension FlowEngine {
         }
     }
 
+    /// Takes what an account of the node at `place` (in widget `position`) just counted: priced,
+    /// and, where the widget derives its output, moving the output's day by as much (its supply
+    /// adds, its use takes away). So the derived home's day is the balance of the other accounts
+    /// to the Wh, whichever meter of a moment reports first, and its money is that consumption at
+    /// the import price stretch by stretch.
+    mutating func count(_ span: EnergySpan, _ account: EnergyAccount, at place: NodePlace, inWidget position: Int, into out: inout [Output]) {
+        price(span, account, at: place, inWidget: position, into: &out)
+        guard place != .output, let node = widgets[position].balanceNode, widgets[position].nodes[node].integrates else { return }
+        let before = max(0, widgets[position].balanceKWh)
+        widgets[position].balanceKWh += account.isSupply ? span.energyKWh : -span.energyKWh
+        let after = max(0, widgets[position].balanceKWh)
+        guard after != before else { return }
+        widgets[position].nodes[node].accounts[0].add(after - before)
+        var moved = span
+        moved.energyKWh = after - before
+        price(moved, .consumption, at: .output, inWidget: position, into: &out)
+    }
+
     /// Adds what `span` of `account` (of the node at `place`, in widget `position`) cost or
     /// earned, stretch by stretch at the price in force; energy without a price is counted apart.
     mutating func price(_ span: EnergySpan, _ account: EnergyAccount, at place: NodePlace, inWidget position: Int, into out: inout [Output]) {

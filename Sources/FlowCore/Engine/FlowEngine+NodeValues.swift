@@ -98,29 +98,9 @@ extension FlowEngine {
         value(of: node, inWidget: position, at: now).map { node.isMagnitude ? max(0, $0.raw) : $0.raw }
     }
 
-    /// The rate a node's total integrates: the shown rate, except that an unknown balance is no
-    /// rate at all (a held value is no energy).
-    func integrationRate(of node: NodeState, inWidget position: Int, at now: Date) -> Double? {
-        guard node.isBalance else { return rate(of: node, inWidget: position, at: now) }
-        guard case .known(let parts) = balance(ofWidget: position, at: now) else { return nil }
-        return max(0, parts.raw)
-    }
-
     /// Remembers the balance while it is known (between offers: a burst still settling).
     mutating func noteBalance(of position: Int, at now: Date) {
         guard widgets[position].balanceNode != nil, case .known(let parts) = balance(ofWidget: position, at: now) else { return }
         widgets[position].lastKnownBalance = parts.raw
-    }
-
-    /// The balance turned unknown (a term went stale): its total stops here, so that no energy is
-    /// counted across the unknown stretch when the readings return.
-    mutating func interruptUnknownBalances(at now: Date) {
-        for position in widgets.indices {
-            guard let node = widgets[position].balanceNode,
-                widgets[position].nodes[node].accounts.contains(where: { $0.lastSample != nil })
-            else { continue }
-            if case .known = balance(ofWidget: position, at: now) { continue }
-            for account in widgets[position].nodes[node].accounts.indices { widgets[position].nodes[node].accounts[account].interrupt() }
-        }
     }
 }

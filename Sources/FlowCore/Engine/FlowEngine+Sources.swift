@@ -191,16 +191,16 @@ extension FlowEngine {
             let rate: Double?
             do {
                 let state = widgets[position].nodes[node]
-                rate = integrationRate(of: state, inWidget: position, at: now)
+                rate = self.rate(of: state, inWidget: position, at: now)
             }
             guard let rate else {
-                // Unknown from here (a balance with a stale term): nothing counts across the gap.
+                // Unknown from here (a stale term that clears the node): nothing counts across the gap.
                 for account in accounts { widgets[position].nodes[node].accounts[account].interrupt() }
                 continue
             }
             for account in accounts {
                 if let span = widgets[position].nodes[node].accounts[account].integrate(rateW: rate, at: now, maxGapSeconds: setup.maxGapSeconds) {
-                    price(span, setup.accountKinds[account], at: setup.place, inWidget: position, into: &out)
+                    count(span, setup.accountKinds[account], at: setup.place, inWidget: position, into: &out)
                 }
             }
         }
@@ -216,7 +216,7 @@ extension FlowEngine {
                 if let recount { report(recount, of: source, at: now, into: &out) }
                 if let added {
                     let setup = widgets[position].nodes[node].setup
-                    price(added, setup.accountKinds[account], at: setup.place, inWidget: position, into: &out)
+                    count(added, setup.accountKinds[account], at: setup.place, inWidget: position, into: &out)
                 }
             }
         }

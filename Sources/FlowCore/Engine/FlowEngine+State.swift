@@ -49,6 +49,10 @@ extension FlowEngine {
             if let range = widget.levelRange { levels[widget.config.name] = [.number(range.lowerBound), .number(range.upperBound)] }
         }
         if !levels.isEmpty { state["level_range"] = .object(levels) }
+        // The derived output's balance below its clamp at 0 (more counted out than in so far).
+        var balances: [String: JSONValue] = [:]
+        for widget in widgets where widget.balanceNode != nil && widget.balanceKWh < 0 { balances[widget.config.name] = .number(widget.balanceKWh) }
+        if !balances.isEmpty { state["balance_kwh"] = .object(balances) }
         return .object(state)
     }
 
@@ -202,6 +206,14 @@ extension FlowEngine {
             restoredPricing.restore(from: state, times: times, skip: skip)
         }
         bank = restoredBank
+        for position in restoredWidgets.indices {
+            guard let node = restoredWidgets[position].balanceNode else { continue }
+            // The derived output's day goes on from what it showed, or from the balance below 0
+            // that it showed as 0.
+            let shown = restoredWidgets[position].nodes[node].accounts.first?.energyKWh ?? 0
+            let saved = state["balance_kwh"]?[restoredWidgets[position].config.name]?.numberValue
+            restoredWidgets[position].balanceKWh = shown == 0 ? min(0, max(saved ?? 0, -maxDayKWh)) : shown
+        }
         widgets = restoredWidgets
         day = restoredDay
         pricing = restoredPricing

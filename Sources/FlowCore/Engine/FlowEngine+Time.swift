@@ -9,7 +9,6 @@ extension FlowEngine {
         var out: [Output] = []
         let verdict = dayClock.timeline.classify(time, day: day, jumpSeconds: dayClock.jumpSeconds)
         guard let now = take(time, verdict, into: &out), verdict != .late else { return out }
-        interruptUnknownBalances(at: now)
         reportSilentSources(at: now, into: &out)
         reportQuietSources(at: now, into: &out)
         offerAll(at: now, urgent: false, into: &out)

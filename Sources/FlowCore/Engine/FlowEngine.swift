@@ -181,6 +181,9 @@ public struct FlowEngine: Sendable {
         var batchedSince: Date?
         /// What the accounts and money held when the open slot began.
         var slotBase = SlotBase()
+        /// The derived output's day when it integrates: production + import + discharge − export −
+        /// charge of the other nodes so far, before the clamp at 0 its account shows.
+        var balanceKWh = 0.0
         /// The storage node's level source, and the lowest and highest level it read today (%).
         let levelSource: Int?
         var levelRange: ClosedRange<Double>?
@@ -272,8 +275,10 @@ public struct FlowEngine: Sendable {
             // The derived output reads every rate the others read; its gap is the tightest of theirs.
             let rateSources = Set(nodes.flatMap { $0.terms.map(\.source) })
             var integrateOn: [Int: [Int]] = [:]
-            for (position, node) in nodes.enumerated() where node.integrates {
-                for source in node.isBalance ? Array(rateSources) : node.terms.map(\.source) {
+            // The derived output's integrated day is the balance of the other accounts (see
+            // `count`), not an integral of its own.
+            for (position, node) in nodes.enumerated() where node.integrates && !node.isBalance {
+                for source in node.terms.map(\.source) {
                     integrateOn[source, default: []].append(position)
                 }
             }
