@@ -111,6 +111,27 @@ import Testing
         for (account, kWh) in Self.day { #expect(abs((closed[account] ?? -1) - kWh) < 1e-9, "\(account)") }
     }
 
+    /// Widgets whose accounts cannot add up (no home, or no grid) close their day with the accounts
+    /// alone, never a warning of missed energy; with both, the identity is judged.
+    @Test(arguments: [
+        ("solar only", [node("solar", total: .integrate)], nil, nil, false),
+        ("grid only", [], nil, node("grid", total: .imported), false),
+        ("solar and a measured home", [node("solar", total: .integrate)], node("home", total: .integrate), nil, false),
+        ("solar, grid and a measured home", [node("solar", total: .integrate)], node("home", total: .integrate), node("grid", total: .imported), true),
+    ] as [(String, [NodeConfig], NodeConfig?, NodeConfig?, Bool)])
+    func onlyAccountsThatCanAddUpAreJudged(_ what: String, inputs: [NodeConfig], output: NodeConfig?, exchange: NodeConfig?, judged: Bool) throws {
+        let sources = ["solar", "home", "grid"].map { source($0, "home/meter", json: $0, maxGap: 86_400) }
+        let config = FlowConfig(sources: sources, widgets: [FlowWidgetConfig(name: "home", inputs: inputs, output: output, exchange: exchange, policy: eager)])
+        var home = EngineHarness(config)
+        // Solar 2500 W and the home 500 W all day; the grid meter reads 1000 W of import, which
+        // no measured account explains: judged, the day is off.
+        for h in 0...24 { home.send("home/meter", #"{"solar":2500,"home":500,"grid":1000}"#, at: Self.midnight + Double(h) * 3600) }
+        let line = try #require(home.diagnostics.first { $0.message.contains("accounts:") })
+        #expect((line.level == .warning) == judged, "\(what): \(line.message)")
+        #expect(line.message.contains("missed energy") == judged, "\(what): \(line.message)")
+        #expect(line.message.contains("need not meet") == !judged, "\(what): \(line.message)")
+    }
+
     /// The battery's charge counter rose 1 kWh before the solar's reading came (the derived home's
     /// balance at −1 kWh, shown as 0); a restart then; the solar's hour of 0 → 2000 W brings the
     /// 1 kWh that went into the battery. The home used nothing, after the restart as without one.

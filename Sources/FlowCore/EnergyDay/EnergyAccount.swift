@@ -113,11 +113,14 @@ public struct AccountBalance: Sendable, Equatable {
     /// Supply − use: positive when more came in than the accounts say left.
     public var gapKWh: Double { supplyKWh - useKWh }
 
-    /// Whether the gap is past the tolerated share of consumption (or of supply, without a
-    /// consumption account).
+    /// Whether supply and use must meet: only with the home's use and the grid that makes up the
+    /// difference. A solar-only widget's production goes to a home and a grid it does not show;
+    /// a grid-only widget's import to a home it does not show.
+    public var canAddUp: Bool { accountsKWh[.consumption] != nil && accountsKWh[.imported] != nil }
+
+    /// Whether the accounts can add up and the gap is past the tolerated share of consumption.
     public var isOff: Bool {
-        let base = accountsKWh[.consumption] ?? supplyKWh
-        return abs(gapKWh) > Self.toleratedGapShare * max(base, 0.1)
+        canAddUp && abs(gapKWh) > Self.toleratedGapShare * max(accountsKWh[.consumption]!, 0.1)
     }
 
     /// Every account in kWh (Wh resolution), supply and use summed: `production 21.4 + import 3.2 =
@@ -132,13 +135,18 @@ public struct AccountBalance: Sendable, Equatable {
 
     static func kWh(_ value: Double) -> String { JSONValue.format(PatchPolicy.quantize(value, step: 0.001)) }
 
-    /// One line for a closed day: `sides`, and the gap when it is past the tolerance.
+    /// One line for a closed day: `sides`, and the gap when it is past the tolerance; only the
+    /// accounts where they cannot add up.
     public var text: String {
         let kWh = Self.kWh
+        guard canAddUp else {
+            let listed = accountsKWh.keys.sorted().map { "\($0) \(kWh(accountsKWh[$0]!)) kWh" }.joined(separator: ", ")
+            return "\(listed) (without a home and a grid node, supply and use need not meet)"
+        }
         guard isOff else { return "\(sides): they add up" }
-        let base = accountsKWh[.consumption] ?? supplyKWh
+        let base = accountsKWh[.consumption]!
         let share = JSONValue.format(PatchPolicy.quantize(abs(gapKWh) / max(base, 0.1) * 100, step: 0.1))
         let which = gapKWh > 0 ? "in exceeds out" : "out exceeds in"
-        return "\(sides): \(which) by \(kWh(abs(gapKWh))) kWh (\(share) % of \(accountsKWh[.consumption] != nil ? "consumption" : "supply")); a meter or counter missed energy"
+        return "\(sides): \(which) by \(kWh(abs(gapKWh))) kWh (\(share) % of consumption); a meter or counter missed energy"
     }
 }
