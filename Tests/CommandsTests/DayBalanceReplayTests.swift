@@ -175,4 +175,49 @@ import Testing
         // saved = consumption at the import price + standing charge − net cost.
         #expect(abs((money.saved ?? .nan) - (4 * 0.30 + money.standingCharge - money.netCost)) < 1e-9)
     }
+
+    /// The grid's import counter reads at 22:00 and 23:00, then not until 01:00: its rise of 2 kWh
+    /// covers an hour of each day. The closed day goes out again with its hour (and its home's,
+    /// and its money at the price then), its slots still adding up to it; the new day keeps the
+    /// other hour.
+    @Test func aCounterSilentAcrossMidnightSplitsItsRise() throws {
+        let config = """
+            timezone: UTC
+            mqtt: {host: 127.0.0.1}
+            sources:
+              grid: {topic: home/grid, max_gap: 2h, stale_after: 3h}
+              grid_in: {topic: home/grid_in, unit: kWh, max_gap: 3h, stale_after: 3h}
+            widgets:
+              home:
+                template: flow
+                flow:
+                  exchange: {name: Grid, rate: grid, total: {counter: grid_in}}
+                  output: {name: Home, rate: balance, total: integrate}
+            tariff: {import: {price: 0.30}}
+            """
+        func at(_ seconds: Double) -> String { RFC3339.format(Date(timeIntervalSince1970: Self.midnight + seconds)) }
+        var readings: [(seconds: Double, topic: String, value: String)] = [(79_200, "home/grid_in", "99"), (82_800, "home/grid_in", "100")]
+        for quarter in stride(from: 79_200.0, through: 90_000, by: 900) { readings.append((quarter, "home/grid", "1000")) }
+        readings.append((90_000, "home/grid_in", "102"))
+        let lines = readings.sorted { $0.seconds < $1.seconds }.map { traceLine(at($0.seconds), $0.topic, $0.value) }
+        let (outputs, engine) = try Self.run(config, lines)
+        let days = outputs.compactMap { if case .closedDay(let day) = $0 { day } else { nil } }
+        let closed = try #require(days.last)
+        #expect(days.count == 2 && days.allSatisfy { $0.date == closed.date }, "the closed day, then amended")
+        let accounts = try #require(closed.accountsKWh["home"])
+        #expect(abs((accounts[.imported] ?? 0) - 2) < 1e-9, "\(accounts)")
+        #expect(abs((accounts[.consumption] ?? 0) - 2) < 1e-9, "\(accounts)")
+        #expect(abs((closed.totalsKWh["home/exchange"] ?? 0) - 2) < 1e-9)
+        #expect(abs((closed.money["home"]?.importCost ?? 0) - 0.60) < 1e-9)
+        // The closed day's slots, the last one as amended, add up to it.
+        var slots: [Date: ClosedSlot] = [:]
+        for case .closedSlot(let slot) in outputs { slots[slot.start] = slot }
+        let dayEnd = Date(timeIntervalSince1970: Self.midnight + 86_400)
+        let imported = slots.values.filter { $0.start < dayEnd }.map { $0.energyKWh["exchange"]?[.imported] ?? 0 }.reduce(0, +)
+        #expect(abs(imported - 2) < 1e-9, "\(imported)")
+        let today = try #require(engine.accountTotals(ofWidget: "home"))
+        #expect(abs((today[.imported] ?? 0) - 1) < 1e-9, "\(today)")
+        #expect(abs((today[.consumption] ?? 0) - 1) < 1e-9, "\(today)")
+        #expect(abs((engine.money(ofWidget: "home")?.importCost ?? 0) - 0.30) < 1e-9)
+    }
 }

@@ -77,5 +77,11 @@ import Testing
         #expect(first && !again && !earlier)
         #expect(lifetime.totalKWh(of: "w", today: [.imported: 0.5, .exported: 0]) == [.imported: 2.5, .exported: 0])
         #expect(LifetimeAccounts(json: lifetime.json) == lifetime)
+        // The last day amended (a counter's rise across midnight counted after it closed) adds
+        // what it gained, once.
+        day.date = CivilDate(year: 2026, month: 12, day: 5)
+        day.accountsKWh["w"]?[.imported] = 3
+        #expect(lifetime.add(day) && !lifetime.add(day))
+        #expect(lifetime.totalKWh(of: "w", today: [:]) == [.imported: 3])
     }
 }

@@ -64,4 +64,30 @@ public struct SlotMoney: Sendable, Equatable {
 
     /// Import cost − export earnings + standing charge.
     public var netCost: Double { importCost - exportEarnings + standingCharge }
+
+    /// Below a Wh of priced energy, an amount over it says little of the price: the price in force
+    /// is the slot's.
+    static let billedPriceMinimumKWh = 0.001
+
+    /// The price billed for `account`'s energy (`energyKWh`, of which `unpricedKWh` without a
+    /// price): the amount over the priced energy; nil below `billedPriceMinimumKWh` of it.
+    static func billedPrice(_ amount: Double, energyKWh: Double, unpricedKWh: Double) -> Double? {
+        let pricedKWh = energyKWh - unpricedKWh
+        return pricedKWh > billedPriceMinimumKWh ? amount / pricedKWh : nil
+    }
+
+    /// Adds what energy of `account` counted late in the slot cost or earned, and what of it had
+    /// no price; the billed price follows (`exchangeKWh`: the slot's grid energy, with it).
+    mutating func add(_ amount: Double, unpricedKWh: Double, of account: EnergyAccount, exchangeKWh: [EnergyAccount: Double]) {
+        if unpricedKWh > 0 { self.unpricedKWh[account, default: 0] += unpricedKWh }
+        switch account {
+        case .imported:
+            importCost += amount
+            importPricePerKWh = Self.billedPrice(importCost, energyKWh: exchangeKWh[.imported] ?? 0, unpricedKWh: self.unpricedKWh[.imported] ?? 0) ?? importPricePerKWh
+        case .exported:
+            exportEarnings += amount
+            exportPricePerKWh = Self.billedPrice(exportEarnings, energyKWh: exchangeKWh[.exported] ?? 0, unpricedKWh: self.unpricedKWh[.exported] ?? 0) ?? exportPricePerKWh
+        default: break
+        }
+    }
 }

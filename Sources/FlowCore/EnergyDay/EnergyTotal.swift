@@ -115,6 +115,14 @@ public struct EnergyTotal: Sendable, Equatable {
         self.energyKWh = max(0, self.energyKWh + energyKWh)
     }
 
+    /// Hands the first `kWh` of today's count back to the day before (a counter's rise across
+    /// midnight): the counter's day starts that much further up, so its next readings count from
+    /// there.
+    mutating func handBack(_ kWh: Double) {
+        energyKWh -= kWh
+        counter?.baseline? += kWh
+    }
+
     /// Ends the current segment without counting it: the rate was unknown from here (a balance with
     /// a stale term), or the clock stepped. Counting starts again at the next known rate.
     public mutating func interrupt() {

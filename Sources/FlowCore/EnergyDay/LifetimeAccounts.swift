@@ -34,20 +34,39 @@ public struct LifetimeAccounts: Sendable, Equatable {
 
     public init() {}
 
-    /// Adds a closed day, unless it (or a later one) was added before. True when it was added.
+    /// The last day added as it was added: the same day offered again, amended (a counter's rise
+    /// across midnight counted after it closed), adds what it gained. Not saved: a restart keeps no
+    /// closed day to amend.
+    private var lastAdded: FlowEngine.ClosedDay?
+
+    /// Equal when they count the same: the last day as added is no part of the count.
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.closedKWh == rhs.closedKWh && lhs.closedMoney == rhs.closedMoney && lhs.throughDay == rhs.throughDay
+    }
+
+    /// Adds a closed day, unless it (or a later one) was added before; the last day offered again
+    /// with other figures adds the difference. True when anything was added.
     @discardableResult
     public mutating func add(_ day: FlowEngine.ClosedDay) -> Bool {
-        if let throughDay, day.date <= throughDay { return false }
+        if let throughDay, day.date < throughDay || (day.date == throughDay && lastAdded.map { $0 == day || $0.date != day.date } ?? true) {
+            return false
+        }
+        let before = day.date == throughDay ? lastAdded : nil
         throughDay = day.date
+        lastAdded = day
         for (widget, accounts) in day.accountsKWh {
-            for (account, energy) in accounts where energy.isFinite && energy > 0 { closedKWh[widget, default: [:]][account, default: 0] += energy }
+            for (account, energy) in accounts where energy.isFinite {
+                let added = energy - (before?.accountsKWh[widget]?[account] ?? 0)
+                closedKWh[widget, default: [:]][account] = max(0, (closedKWh[widget]?[account] ?? 0) + added)
+            }
         }
         for (widget, money) in day.money {
             // Another currency starts the count again: amounts in two currencies do not add.
             var sum = closedMoney[widget].flatMap { $0.currencyCode == money.currency.code ? $0 : nil } ?? Money(currencyCode: money.currency.code)
-            sum.importCost += money.importCost
-            sum.exportEarnings += money.exportEarnings
-            sum.standingCharge += money.standingCharge
+            let earlier = before?.money[widget].flatMap { $0.currency == money.currency ? $0 : nil }
+            sum.importCost += money.importCost - (earlier?.importCost ?? 0)
+            sum.exportEarnings += money.exportEarnings - (earlier?.exportEarnings ?? 0)
+            sum.standingCharge += money.standingCharge - (earlier?.standingCharge ?? 0)
             closedMoney[widget] = sum
         }
         return true

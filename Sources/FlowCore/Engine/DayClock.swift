@@ -8,6 +8,9 @@ extension FlowEngine {
         /// The local day the totals count; nil until the first event.
         var day: LocalDay?
         var lastClosedDay: ClosedDay?
+        /// The closed day's last slot of each flow widget: where a counter's late rise that belongs
+        /// to the closed day lands, so its slots still add up to it (`splitAtMidnight`).
+        var lastDaySlots: [ClosedSlot] = []
         /// The 15-minute slot the accounts count in; nil until the first event.
         var openSlot: OpenSlot?
         /// Which event times are believed (late ones, and ones far ahead, wait for confirmation).

@@ -37,7 +37,7 @@ extension FlowEngine {
     /// money and its battery's range.
     mutating func closeDay(_ day: LocalDay, into out: inout [Output]) -> ClosedDay {
         carryAccounts(to: day.end, into: &out)
-        closeSlot(at: day.end, in: day, into: &out)
+        dayClock.lastDaySlots = closeSlot(at: day.end, in: day, into: &out)
         var closed = ClosedDay(date: day.date, totalsKWh: [:], accountsKWh: [:])
         closed.hours = day.end.timeIntervalSince(day.start) / 3600
         for position in widgets.indices {

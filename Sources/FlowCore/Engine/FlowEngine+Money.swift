@@ -40,20 +40,27 @@ extension FlowEngine {
     /// earned, stretch by stretch at the price in force; energy without a price is counted apart.
     mutating func price(_ span: EnergySpan, _ account: EnergyAccount, at place: NodePlace, inWidget position: Int, into out: inout [Output]) {
         guard widgets[position].money != nil, let (amount, byExportPrice) = Self.pricing(of: account, at: place),
-            let prices = pricing.prices(byExportPrice: byExportPrice)
+            let (pricedAmount, unpriced) = self.priced(span, byExportPrice: byExportPrice)
         else { return }
-        var priced = 0.0
-        var unpriced = 0.0
-        prices.forEachStretch(from: span.start, to: span.end, zone: zone) { from, to, price in
-            let energy = span.energyKWh(from: from, to: to)
-            if let price { priced += energy * price } else { unpriced += energy }
-        }
-        widgets[position].money![keyPath: amount] += priced
+        widgets[position].money![keyPath: amount] += pricedAmount
         guard unpriced > 0 else { return }
         widgets[position].money!.unpricedKWh[account, default: 0] += unpriced
         // Less than a Wh (a reading a moment before the first price) is not worth the day's line.
         guard widgets[position].money!.unpricedKWh[account]! >= MoneyReport.unpricedShownKWh else { return }
         reportUnpriced(byExportPrice ? .exported : .imported, at: span.end, into: &out)
+    }
+
+    /// What `span` costs at the import (or export) prices in force while it flowed, and the part of
+    /// it that flowed without a price (kWh); nil without such a price in the tariff.
+    func priced(_ span: EnergySpan, byExportPrice: Bool) -> (amount: Double, unpricedKWh: Double)? {
+        guard let prices = pricing.prices(byExportPrice: byExportPrice) else { return nil }
+        var amount = 0.0
+        var unpriced = 0.0
+        prices.forEachStretch(from: span.start, to: span.end, zone: zone) { from, to, price in
+            let energy = span.energyKWh(from: from, to: to)
+            if let price { amount += energy * price } else { unpriced += energy }
+        }
+        return (amount, unpriced)
     }
 
     /// Once a day per direction: energy flowed without a price, and why.

@@ -46,13 +46,14 @@ extension FlowEngine {
         }
     }
 
-    /// Hands out every flow widget's open slot as closed at `end`.
-    mutating func closeSlot(at end: Date, in day: LocalDay, into out: inout [Output]) {
-        guard let slot = dayClock.openSlot else { return }
+    /// Hands out every flow widget's open slot as closed at `end`; returns them.
+    @discardableResult
+    mutating func closeSlot(at end: Date, in day: LocalDay, into out: inout [Output]) -> [ClosedSlot] {
+        guard let slot = dayClock.openSlot else { return [] }
         let standing = standingCharge(at: end, in: day)
-        for position in widgets.indices {
-            out.append(.closedSlot(closedSlot(of: position, from: slot.start, to: end, standingCharge: standing)))
-        }
+        let closed = widgets.indices.map { closedSlot(of: $0, from: slot.start, to: end, standingCharge: standing) }
+        out += closed.map { .closedSlot($0) }
+        return closed
     }
 
     /// Every account of widget `position` at full resolution, node by node.
@@ -92,16 +93,12 @@ extension FlowEngine {
         let last = end.addingTimeInterval(-0.001)
         func billed(_ amount: Double, _ account: EnergyAccount, _ prices: PriceTimeline?) -> Double? {
             guard let prices else { return nil }
-            let pricedKWh = (exchangeKWh[account] ?? 0) - (unpriced[account] ?? 0)
-            return pricedKWh > Self.billedPriceMinimumKWh ? amount / pricedKWh : prices.price(at: last, zone: zone)
+            return SlotMoney.billedPrice(amount, energyKWh: exchangeKWh[account] ?? 0, unpricedKWh: unpriced[account] ?? 0)
+                ?? prices.price(at: last, zone: zone)
         }
         return SlotMoney(
             currency: tariff.currency, importCost: importCost, exportEarnings: exportEarnings,
             standingCharge: standingCharge - base.standingCharge, importPricePerKWh: billed(importCost, .imported, pricing.importPrices),
             exportPricePerKWh: billed(exportEarnings, .exported, pricing.exportPrices), unpricedKWh: unpriced)
     }
-
-    /// Below a Wh of priced energy, an amount over it says little of the price: the price in force
-    /// is the slot's.
-    static let billedPriceMinimumKWh = 0.001
 }

@@ -214,9 +214,9 @@ extension FlowEngine {
                 let (added, recount) = widgets[position].nodes[node].accounts[account].read(
                     counterKWh: reading.value, at: now, maxPowerW: maxPowerW, dayStart: day?.start)
                 if let recount { report(recount, of: source, at: now, into: &out) }
-                if let added {
+                if let added, let today = splitAtMidnight(added, account: account, ofNode: node, inWidget: position, into: &out) {
                     let setup = widgets[position].nodes[node].setup
-                    count(added, setup.accountKinds[account], at: setup.place, inWidget: position, into: &out)
+                    count(today, setup.accountKinds[account], at: setup.place, inWidget: position, into: &out)
                 }
             }
         }

@@ -85,6 +85,18 @@ public struct MoneyReport: Sendable, Equatable {
     /// Unpriced energy below a Wh is not said (the texts show Wh).
     public static let unpricedShownKWh = 0.001
 
+    /// Adds what energy of `account` counted late in the day (a counter's rise across midnight)
+    /// cost or earned, and what of it had no price.
+    mutating func add(_ amount: Double, unpricedKWh: Double, of account: EnergyAccount) {
+        if unpricedKWh > 0 { self.unpricedKWh[account, default: 0] += unpricedKWh }
+        switch account {
+        case .imported: importCost += amount
+        case .exported: exportEarnings += amount
+        case .consumption: gridOnlyCost = gridOnlyCost.map { $0 + amount }
+        default: break
+        }
+    }
+
     /// The unpriced energy worth saying, by account.
     public var shownUnpricedKWh: [EnergyAccount: Double] { unpricedKWh.filter { $0.value >= Self.unpricedShownKWh } }
 
