@@ -83,11 +83,19 @@ extension FlowEngine {
         ])
     }
 
-    /// Takes back the saved open slot and the day's battery ranges, once the day, the accounts and
-    /// the money are restored. A slot outside the restored day, or a base above what its account
+    /// Takes back the derived home's balance, the saved open slot and the day's battery ranges, once
+    /// the day, the accounts and the money are restored. A slot outside the restored day, or a base above what its account
     /// holds now, is no slot of this day: the slot then opens at the next event with what the
     /// accounts hold, as after a state saved without one.
     mutating func restoreSlot(from state: JSONValue, times: ClosedRange<Double>, maxDayKWh: Double) {
+        for position in widgets.indices {
+            guard let node = widgets[position].balanceNode else { continue }
+            // The derived output's day goes on from what it showed, or from the balance below 0
+            // that it showed as 0.
+            let shown = widgets[position].nodes[node].accounts.first?.energyKWh ?? 0
+            let saved = state["balance_kwh"]?[widgets[position].config.name]?.numberValue
+            widgets[position].balanceKWh = shown == 0 ? min(0, max(saved ?? 0, -maxDayKWh)) : shown
+        }
         for position in widgets.indices {
             guard let saved = state["level_range"]?[widgets[position].config.name]?.arrayValue, saved.count == 2,
                 let low = saved[0].numberValue, let high = saved[1].numberValue, 0 <= low, low <= high, high <= 100
@@ -206,14 +214,6 @@ extension FlowEngine {
             restoredPricing.restore(from: state, times: times, skip: skip)
         }
         bank = restoredBank
-        for position in restoredWidgets.indices {
-            guard let node = restoredWidgets[position].balanceNode else { continue }
-            // The derived output's day goes on from what it showed, or from the balance below 0
-            // that it showed as 0.
-            let shown = restoredWidgets[position].nodes[node].accounts.first?.energyKWh ?? 0
-            let saved = state["balance_kwh"]?[restoredWidgets[position].config.name]?.numberValue
-            restoredWidgets[position].balanceKWh = shown == 0 ? min(0, max(saved ?? 0, -maxDayKWh)) : shown
-        }
         widgets = restoredWidgets
         day = restoredDay
         pricing = restoredPricing
