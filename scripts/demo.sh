@@ -143,7 +143,10 @@ if [ -n "${DEMO_URL:-}" ] && ! grep -q "^  push to " "$work/check.txt"; then
   exit 78
 fi
 
-"${detached[@]}" "$bin" simulate --broker "127.0.0.1:$port" --speed "$speed" --log-level warning > "$work/simulate.out" &
+# One clock for the home and the daemon: from a moment just ahead (both are up by then), each
+# runs $speed times as fast, so the daemon counts and closes its days in the home's hours.
+origin=$(( $(date +%s) + 3 ))
+"${detached[@]}" "$bin" simulate --broker "127.0.0.1:$port" --speed "$speed" --origin "$origin" --log-level warning > "$work/simulate.out" &
 simulate_pid=$!
 if ! wait_for "^simulating" "$work/simulate.out" "$simulate_pid" 100; then
   echo "error: flowbridge simulate did not start publishing (see above)" >&2
@@ -159,7 +162,9 @@ else
   where="printed below, delivered nowhere (DEMO_URL and DEMO_TOKEN send them to a widget)"
   daemon="flowbridge run --dry-run --summary"
 fi
-"${detached[@]}" "$bin" run --config "$config" "${mode[@]}" --summary 2> >(tee "$work/run.log" >&2) &
+clock=()
+[ "$speed" = 1 ] || clock=(--speed "$speed" --origin "$origin")
+"${detached[@]}" "$bin" run --config "$config" "${mode[@]}" --summary "${clock[@]}" 2> >(tee "$work/run.log" >&2) &
 run_pid=$!
 window="(not yet listening)"
 if wait_for "window at http" "$work/run.log" "$run_pid" 100; then
@@ -171,10 +176,10 @@ flowbridge demo
   home     flowbridge simulate (pid $simulate_pid): an OpenDTU, a Shelly Pro 3EM grid meter and a battery
            behind evcc, on $day, ${speed}x: a simulated hour every $((3600 / speed)) s
   daemon   $daemon (pid $run_pid) on a copy of Config/demo.yaml pointed at that broker,
-           its state in $work
+           its state in $work, on the home's clock
   pushes   $where:
            each push's NDJSON line (the first the whole document, then merge patches) and under it
-           the widget in words. The times are this machine's clock, not the simulated home's.
+           the widget in words. The times are the simulated home's: the daemon runs on its clock.
   window   $window  (the status page; metrics and api/v1/state beside it)
 Ctrl-C stops it all.
 EOF

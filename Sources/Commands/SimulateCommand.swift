@@ -23,16 +23,8 @@ struct SimulateCommand: Command {
     }
     static let trace = Option<String?>(
         "--trace", placeholder: "FILE", help: "write the whole day, midnight to midnight, as trace lines instead (- for standard output)")
-    static let speed = Option<Double>(
-        "--speed", placeholder: "N",
-        help: "simulated seconds per real second (720: a day in two minutes); with --trace, one cycle every N simulated seconds",
-        default: 1, shownDefault: "1"
-    ) { text throws(UsageError) in
-        guard let speed = Double(text), speed > 0, speed <= Simulation.maximumSpeed else {
-            throw UsageError("--speed must be simulated seconds per real second, more than 0 and at most \(Int(Simulation.maximumSpeed)), not '\(text)'")
-        }
-        return speed
-    }
+    static let speed = SimulatedClock.speed(
+        help: "simulated seconds per real second (720: a day in two minutes); with --trace, one cycle every N simulated seconds", default: 1)
     static let date = Option<CivilDate?>(
         "--date", placeholder: "YYYY-MM-DD", help: "the day to simulate (default: today, from the current time of day)", default: nil
     ) { text throws(UsageError) in
@@ -54,9 +46,9 @@ struct SimulateCommand: Command {
         guard let days = Int(text), (1...3660).contains(days) else { throw UsageError("--days must be a whole number from 1 to 3660, not '\(text)'") }
         return days
     }
-    static var options: [any OptionDeclaration] { [broker, trace, speed, date, days, seed, SharedOptions.logLevel] }
+    static var options: [any OptionDeclaration] { [broker, trace, speed, SimulatedClock.origin, date, days, seed, SharedOptions.logLevel] }
     static var synopsis: String {
-        let rest: [any OptionDeclaration] = [speed, date, days, seed, SharedOptions.logLevel]
+        let rest: [any OptionDeclaration] = [speed, SimulatedClock.origin, date, days, seed, SharedOptions.logLevel]
         return "\(broker.spec.word) | \(trace.spec.word)|-  " + rest.map(\.spec.synopsis).joined(separator: " ")
     }
 
@@ -83,6 +75,8 @@ struct SimulateCommand: Command {
         var date: CivilDate?
         /// With a trace: how many days in a row.
         var days: Int
+        /// Live: the instant the home starts from, its first cycle published then (default: now).
+        var origin: Date?
         var seed: UInt64
 
         init(parsing arguments: Arguments) throws(UsageError) {
@@ -100,13 +94,15 @@ struct SimulateCommand: Command {
             date = try arguments.value(SimulateCommand.date)
             seed = try arguments.value(SimulateCommand.seed)
             days = try arguments.value(SimulateCommand.days)
+            origin = try arguments.value(SimulatedClock.origin)
             if days > 1, case .broker = output { throw UsageError("--days goes with --trace; live, the simulation runs until it is stopped") }
+            if origin != nil, case .trace = output { throw UsageError("--origin goes with --broker: a trace starts at --date's midnight") }
         }
     }
 
     func run() async -> ExitStatus {
         let zone = SystemTimeZone.system
-        let now = Date()
+        let now = options.origin ?? Date()
         switch options.output {
         case .trace(let path): return writeTrace(to: path, zone: zone, now: now)
         case .broker(let host, let port): return await publish(host: host, port: port, zone: zone, now: now)
@@ -174,7 +170,7 @@ struct SimulateCommand: Command {
         let topics = HomeDevice.allCases.flatMap { $0.topics(profile: profile) }.joined(separator: ", ")
         let ready = "simulating \(simulation.firstDay.date) from \(minutes / 60):\(minutes % 60 < 10 ? "0" : "")\(minutes % 60) "
             + "at \(JSONValue.format(options.speed))x (seed \(options.seed)), publishing to \(host):\(port): \(topics)\n"
-        let publisher = SimulationPublisher(client: client) { [log] in log.log(.warning, $0) }
+        let publisher = SimulationPublisher(client: client, startAt: options.origin) { [log] in log.log(.warning, $0) }
         let publishing = Task { await publisher.run(simulation) { _ = FileDescriptor.writeAll(Array(ready.utf8), to: 1) } }
         var received = signals.stream.makeAsyncIterator()
         if let signal = await received.next() { log.log(.info, "signal \(signal): stopping") }

@@ -41,13 +41,13 @@ final class BookWriter: Service, Sendable {
     func run() async throws {
         try await cancelOnGracefulShutdown { [self] in
             while !Task.isCancelled {
-                writeWaiting(at: Date(), force: false)
+                writeWaiting(at: bridge.time.now(), force: false)
                 try await Task.sleep(for: .seconds(1))
             }
         }
         // At the stop: what closed last goes in now, unless the book is failing (then it waits in
         // the state, which is written after this).
-        writeWaiting(at: Date(), force: false)
+        writeWaiting(at: bridge.time.now(), force: false)
     }
 
     /// Writes what waits, unless the book failed less than `retrySeconds` ago (`force`: try anyway).

@@ -50,10 +50,12 @@ final class Bridge: Sendable {
     /// Where the state is saved; nil for a dry run, which writes nothing.
     let store: StateStore?
     let log: Logger
+    /// The clock the daemon's parts read the engine's time from.
+    let time: DaemonTime
 
     init(
         engine: FlowEngine, lifetime: LifetimeAccounts = LifetimeAccounts(), config: DaemonConfig, zone: any LocalTimeZone, sinks: [any Sink],
-        store: StateStore?, book: BookQueue = BookQueue(), log: Logger
+        store: StateStore?, book: BookQueue = BookQueue(), log: Logger, time: DaemonTime = .wall
     ) {
         var state = State(engine: engine, config: config, zone: zone, book: book)
         state.lifetime = lifetime
@@ -61,6 +63,7 @@ final class Bridge: Sendable {
         self.sinks = sinks
         self.store = store
         self.log = log
+        self.time = time
     }
 
     /// Builds the engine for `config` and restores the saved day into it, each sink's part, and

@@ -82,7 +82,7 @@ final class BrokerConnection: Service {
             if let listener = listeners.first(where: { $0.filter.matches(message.topic) }) {
                 listener.sink.receive(topic: message.topic, payload: message.payload, retained: message.retained)
             } else {
-                bridge.receive(message, at: Date(), inBatch: true)
+                bridge.receive(message, at: bridge.time.now(), monotonic: bridge.time.monotonic(), inBatch: true)
             }
         case .caughtUp:
             // Also after the stop began: a message taken just before it waits for this.
@@ -93,7 +93,7 @@ final class BrokerConnection: Service {
             status.update {
                 $0.broker = .connected
                 $0.refusedTopics = []
-                $0.connectedSince = Date()
+                $0.connectedSince = bridge.time.now()
                 $0.connections += 1
             }
             if let statusTopic { messages.publish(topic: statusTopic, payload: "online", qos: .atLeastOnce, retain: true) }
@@ -102,7 +102,7 @@ final class BrokerConnection: Service {
             // Venus OS publishes nothing until asked: ask at once, not after an interval.
             messages.sendKeepalives(bridge.config.keepalives)
             // From the first subscription on, a source that never reports is said.
-            bridge.subscribed(at: Date())
+            bridge.subscribed(at: bridge.time.now())
             if !startupPagesReleased.exchange(true, ordering: .relaxed) {
                 // Off this thread: libmosquitto sends the SUBSCRIBE once this callback returns, and
                 // a message published before the broker has it is not delivered.

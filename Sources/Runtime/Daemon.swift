@@ -23,13 +23,16 @@ package struct Daemon {
     /// `--state FILE`: the state file instead of `state_file` or the default place.
     let stateOverride: String?
     let log: Logger
+    /// The wall clock, or the simulated home's (`--speed`, `--origin`).
+    var time = DaemonTime.wall
 
-    package init(configPath: String, dryRun: Bool, summary: Bool = false, stateOverride: String?, log: Logger) {
+    package init(configPath: String, dryRun: Bool, summary: Bool = false, stateOverride: String?, log: Logger, time: DaemonTime = .wall) {
         self.configPath = configPath
         self.dryRun = dryRun
         self.summary = summary
         self.stateOverride = stateOverride
         self.log = log
+        self.time = time
     }
 
     package func run() async -> ExitStatus {
@@ -95,7 +98,7 @@ package struct Daemon {
                 for: config, zone: zone, store: store, access: dryRun ? .readOnly : .owner, configPath: configPath, sinks: sinks, log: log)
             bridge = Bridge(
                 engine: restored.engine, lifetime: restored.lifetime, config: config, zone: zone, sinks: sinks, store: dryRun ? nil : store,
-                book: restored.book, log: log)
+                book: restored.book, log: log, time: time)
         } catch { throw RunFailure(status: .config, message: "\(error)") }
         let status = StatusReporter(ServiceStatus(address: address, sourceCount: config.flow.sources.count), notifier: SystemdNotifier())
         let connection: BrokerConnection
@@ -107,6 +110,9 @@ package struct Daemon {
         let reload = ConfigReload(configPath: configPath, context: context, bridge: bridge, connection: connection, log: log)
         if dryRun {
             log.log(.info, "dry run: nothing is delivered or published, and \(store.path) is only read")
+        }
+        if time.speed != 1 {
+            log.log(.info, "the clock runs at \(JSONValue.format(time.speed))x from \(RFC3339.format(time.origin)): a simulated home's, not the wall clock")
         }
         log.log(.info, "flowbridge \(Flowbridge.version) started: \(config.flow.sources.count) sources, broker \(address), day in \(zone.identifier), state \(store.path), day book \(context.bookPath(configured: config.bookFile, statePath: store.path))")
         // Started from the top, stopped from the bottom:
@@ -134,7 +140,7 @@ package struct Daemon {
             StartStopService(name: "systemd status", start: status.ready),
             connection,
             StartStopService(name: "state", stop: {
-                guard bridge.flush(at: Date()) else {
+                guard bridge.flush(at: bridge.time.now()) else {
                     throw RunFailure(
                         status: .cannotCreate,
                         message: "stopped; the state could not be written to \(store.path) (see above): the day since the last save is lost")
@@ -146,7 +152,7 @@ package struct Daemon {
         ] + (config.window.map { settings in
             // The page's days and months: the first flow widget's, from the book.
             let periods = config.flow.widgets.first.map { BookPeriods(path: bookPath, widget: $0.name) }
-            let window = Window(settings: settings, periods: periods, log: log) { [status] in bridge.windowSnapshot(at: Date(), status: status.status) }
+            let window = Window(settings: settings, periods: periods, log: log) { [status] in bridge.windowSnapshot(at: bridge.time.now(), status: status.status) }
             return [WindowService(window: window, log: log)]
         } ?? [])
     }

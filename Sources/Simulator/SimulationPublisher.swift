@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Mosquitto
 
 /// Publishes a simulation live: one cycle per `interval` of real time whatever the speed, each
@@ -8,10 +9,14 @@ public struct SimulationPublisher: Sendable {
     public let interval: Duration
     /// Connection trouble and recovery, one line each.
     public let log: @Sendable (String) -> Void
+    /// When the first cycle goes out (the simulation's first instant, on a clock shared with the
+    /// daemon's); nil: once connected.
+    public let startAt: Date?
 
-    public init(client: MQTTClient, interval: Duration = .seconds(1), log: @escaping @Sendable (String) -> Void) {
+    public init(client: MQTTClient, interval: Duration = .seconds(1), startAt: Date? = nil, log: @escaping @Sendable (String) -> Void) {
         self.client = client
         self.interval = interval
+        self.startAt = startAt
         self.log = log
     }
 
@@ -28,6 +33,7 @@ public struct SimulationPublisher: Sendable {
         connected()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await reportConnection() }
+            if let startAt, startAt.timeIntervalSinceNow > 0 { try? await Task.sleep(for: .seconds(startAt.timeIntervalSinceNow)) }
             let clock = ContinuousClock()
             var deadline = clock.now
             var failing = false

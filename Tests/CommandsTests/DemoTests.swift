@@ -95,7 +95,7 @@ struct DemoTests {
             shown = MergePatch.apply(patch, to: shown)
             let document = try WidgetContent(json: shown)
             #expect(document.validate(now: at).isEmpty, "push \(index): \(document.validate(now: at))")
-            // Nothing is held in a demo of half a minute: no meter is silent for its stale_after (10 min).
+            // Nothing is held in a demo of half a minute: no meter is silent for its stale_after (30 min).
             // The widget in words, then the day's accounts once the engine handed them over.
             let words = PushSummary.line(widget: widget, document: document, held: .none, at: at, zone: FixedOffsetZone())
             #expect(push.summary == words || (push.summary.hasPrefix(words + "; day so far: production ") && push.summary.hasSuffix(" kWh out")), "push \(index): \(push.summary)")
@@ -128,6 +128,17 @@ struct DemoTests {
         let flow = try #require(documents.last?["flow"])
         #expect(flow["inputs"]?.arrayValue?.first?["name"] == "Solar" && flow["output"]?["name"] == "Home")
         #expect(flow["storage"]?["name"] == "Battery" && flow["exchange"]?["name"] == "Grid")
+        // The daemon on the home's clock: the pushes span the home's hours (30 s at 720x are six
+        // of them), and every day so far adds up, counters and integrals over the same hours.
+        let times = pushes.compactMap { $0.line["t"]?.stringValue.flatMap(RFC3339.parse) }
+        let span = try #require(times.last).timeIntervalSince(try #require(times.first))
+        #expect(span >= 3 * 3600, "the pushes span \(span) s: \(demo.out)")
+        let sides = pushes.compactMap { push -> (String, String)? in
+            guard let day = push.summary.components(separatedBy: "; day so far: ").last, push.summary.contains("; day so far: ") else { return nil }
+            let totals = day.components(separatedBy: " kWh").compactMap { $0.components(separatedBy: "= ").last }
+            return totals.count >= 2 ? (totals[0], totals[1]) : nil
+        }
+        #expect(!sides.isEmpty && sides.allSatisfy { $0.0 == $0.1 }, "\(sides)")
         #expect(demo.err.contains("flowbridge run --dry-run --summary"), "\(demo.err)")
         #expect(demo.err.contains("30 s passed: stopping"), "\(demo.err)")
         #expect(demo.err.contains("stopped (dry run: nothing delivered, no state written)"), "the daemon stopped gracefully: \(demo.err)")

@@ -41,13 +41,17 @@ import Testing
         return path
     }
 
-    /// The closed days the engine hands out over the trace: the totals and money at each midnight.
+    /// The closed days the engine hands out over the trace: the totals and money at each midnight,
+    /// as amended by the counters' rises across it (a closed day goes out again with them).
     static func closedDays(config: String, trace: String) throws -> [FlowEngine.ClosedDay] {
         let parsed = try DaemonConfig.parse(config, file: "config.yaml")
         var replay = Replay(config: parsed.flow, zone: zone)
         var days: [FlowEngine.ClosedDay] = []
         func take(_ outputs: [FlowEngine.Output]) {
-            for case .closedDay(let day) in outputs { days.append(day) }
+            for case .closedDay(let day) in outputs {
+                if days.last?.date == day.date { days.removeLast() }
+                days.append(day)
+            }
         }
         for line in try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n") {
             take(replay.feed(try TraceMessage(line: Array(line.utf8))))

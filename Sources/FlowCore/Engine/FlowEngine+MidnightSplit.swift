@@ -48,6 +48,9 @@ extension FlowEngine {
         lastClosedDay = closed
         out.append(.closedSlot(slot))
         out.append(.closedDay(closed))
+        // Said where the counter was silent for a slot or more before midnight: a counter that
+        // reports every minute amends every day by its last minute, which is no news.
+        guard day.start.timeIntervalSince(span.start) >= ClosedSlot.seconds else { return after.energyKWh > 0 ? after : nil }
         let counter = setup.counters[account].map { bank.sources[$0].config.name } ?? "?"
         let kWh = { (value: Double) in JSONValue.format(PatchPolicy.quantize(value, step: 0.001)) }
         out.append(.diagnostic(Diagnostic(
