@@ -81,7 +81,13 @@ struct WindowService: Service {
         let url = ListenAddress(host: window.settings.listen.host, port: listener.port)
         log.log(.info, "window at http://\(Self.reachable(url))/ (\(window.settings.whoMayLook))")
         defer { listener.stop() }
-        try await gracefulShutdown()
+        // Slow clients: each second, the connections whose request is overdue are cut.
+        try await cancelOnGracefulShutdown {
+            while !Task.isCancelled {
+                listener.cutOverdue()
+                try await Task.sleep(for: .seconds(1))
+            }
+        }
     }
 
     /// The address to open: a wildcard address (0.0.0.0, ::) is reached through loopback.
