@@ -35,9 +35,11 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ n += $1 } END { printf "%d", n }'; }
 switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/_ctxt_switches:/ { n += $2 } END { printf "%d", n }'; }
 # bench.yaml for PORT as flowbridge POLICY (pushed: bench.yaml's policy, every reading pushed;
-# default: no policy line, the defaults), with a client id and a state file of its own.
+# default: no policy line, the defaults), with a client id, a state file and a window port of its
+# own (the window listens; nothing scrapes it here: bench/run.sh measures the scraped window).
 config() {  # POLICY PORT DIR
   sed -e "s/@PORT@/$2/" -e "s|@STATE@|$3/state-$1.json|" -e "s/client_id: flowbridge-bench/client_id: flowbridge-$1/" \
+    -e "s/@WINDOW@/$(free_port)/" \
     "$here/bench.yaml" > "$3/config-$1.yaml"
   [ "$1" = pushed ] || sed -i '/^    policy:/d' "$3/config-$1.yaml"
   echo "$3/config-$1.yaml"

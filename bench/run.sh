@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # flowbridge's ingest benchmark: flowbridge beside the C floor (mosquitto_sub), mqtt2prometheus (Go)
 # and a paho-mqtt Python bridge, and flowbridge again with a widget API sink pushing to the widget
-# stand-in (Tests/WidgetStandIn) on loopback, over HTTP and over HTTPS. ROUNDS interleaved rounds of
+# stand-in (Tests/WidgetStandIn) on loopback, over HTTP and over HTTPS; every flowbridge with its
+# window on, scraped every 15 s (bench/flowbridge-consumer.sh). ROUNDS interleaved rounds of
 # N messages each (bench/ingest.sh), then IDLE_SECONDS of silence for every consumer at once (CPU
 # while idle, connected). Prints each run, a table of medians (CPU per message, lag, and RSS, PSS
 # and USS once the sentinel is through), flowbridge's ratios against the floor and mqtt2prometheus,
@@ -56,9 +57,9 @@ commands=(
   "mosquitto_sub -p {PORT} -q 1 -t bench/meter/#"
   "$here/m2p.sh {PORT} {PORT2}"
   "$BENCH_BIN/venv/bin/python $here/paho_bridge.py {PORT}"
-  "$here/flowbridge-consumer.sh $binary {PORT}"
-  "$here/flowbridge-consumer.sh $binary {PORT} $url"
-  "$here/flowbridge-consumer.sh $binary {PORT} $tls_url $BENCH_BIN/cert.pem"
+  "$here/flowbridge-consumer.sh $binary {PORT} {PORT2}"
+  "$here/flowbridge-consumer.sh $binary {PORT} {PORT2} $url"
+  "$here/flowbridge-consumer.sh $binary {PORT} {PORT2} $tls_url $BENCH_BIN/cert.pem"
 )
 probes=("" "curl -s 127.0.0.1:{PORT2}/metrics | grep -q 424242" "" "" "" "")
 results=$BENCH_BIN/results

@@ -16,9 +16,12 @@ struct flowbridge_mhd_limits {
 };
 
 /// Starts a listener on `address` (IPv4 or IPv6) with its own thread polling with epoll; every
-/// request goes to `handler` with `context`. NULL when it cannot start (the port is taken).
+/// request goes to `handler` with `context`, and each connection's start and close to `notify`
+/// (the listener's deadline for slow clients keeps its table of connections with it). NULL when
+/// it cannot start (the port is taken).
 static inline struct MHD_Daemon *flowbridge_mhd_start(
-    const struct sockaddr *address, struct flowbridge_mhd_limits limits, MHD_AccessHandlerCallback handler, void *context) {
+    const struct sockaddr *address, struct flowbridge_mhd_limits limits, MHD_AccessHandlerCallback handler,
+    MHD_NotifyConnectionCallback notify, void *context) {
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
     if (address->sa_family == AF_INET6) flags |= MHD_USE_IPv6;
     return MHD_start_daemon(
@@ -28,6 +31,7 @@ static inline struct MHD_Daemon *flowbridge_mhd_start(
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, limits.per_address,
         MHD_OPTION_CONNECTION_TIMEOUT, limits.idle_timeout_seconds,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, limits.memory_per_connection,
+        MHD_OPTION_NOTIFY_CONNECTION, notify, context,
         MHD_OPTION_END);
 }
 
@@ -41,4 +45,10 @@ static inline uint16_t flowbridge_mhd_port(struct MHD_Daemon *daemon) {
 static inline const struct sockaddr *flowbridge_mhd_client(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info == NULL ? NULL : info->client_addr;
+}
+
+/// The socket of `connection`; -1 when unknown.
+static inline int flowbridge_mhd_socket(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
 }

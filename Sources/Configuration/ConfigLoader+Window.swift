@@ -3,8 +3,8 @@ import Window
 extension ConfigLoader {
     /// `http:`: the window. `listen` (HOST:PORT, numeric), the credential for clients other than
     /// this machine (`token_file`, a systemd credential when relative, or `token_env`), `ingress`
-    /// (the Home Assistant add-on), `refresh` (the page's reload), `idle_timeout` and
-    /// `max_connections`. Listening beyond loopback without a credential is refused: nobody but
+    /// (the Home Assistant add-on), `refresh` (the page's reload), `idle_timeout`,
+    /// `request_timeout` and `max_connections`. Listening beyond loopback without a credential is refused: nobody but
     /// this machine could look, which is what loopback says plainly.
     func loadWindow(_ node: ConfigNode) -> WindowSettings? {
         guard var map = node.mapping() else { return nil }
@@ -16,6 +16,7 @@ extension ConfigLoader {
         let ingress = map.flag("ingress")
         let refresh = map.duration("refresh")
         let idleTimeout = map.duration("idle_timeout")
+        let requestTimeout = map.duration("request_timeout")
         let maxConnections = map.number("max_connections")
         guard let listenText else { return nil }
         let listen: ListenAddress
@@ -27,16 +28,18 @@ extension ConfigLoader {
         }
         var settings = WindowSettings(listen: listen)
         settings.ingress = ingress?.value ?? false
-        if let refresh {
-            if refresh.value < 1 || refresh.value > 3600 { refresh.report("must be between 1s and 1h") } else { settings.refreshSeconds = Int(refresh.value) }
-        }
-        if let idleTimeout {
-            if idleTimeout.value < 1 || idleTimeout.value > 3600 {
-                idleTimeout.report("must be between 1s and 1h")
-            } else {
-                settings.limits.idleTimeoutSeconds = UInt32(idleTimeout.value)
+        /// A duration of 1 s to 1 h, in whole seconds; reported otherwise.
+        func withinAnHour(_ duration: ConfigValue<Double>?) -> UInt32? {
+            guard let duration else { return nil }
+            guard duration.value >= 1, duration.value <= 3600 else {
+                duration.report("must be between 1s and 1h")
+                return nil
             }
+            return UInt32(duration.value)
         }
+        if let seconds = withinAnHour(refresh) { settings.refreshSeconds = Int(seconds) }
+        if let seconds = withinAnHour(idleTimeout) { settings.limits.idleTimeoutSeconds = seconds }
+        if let seconds = withinAnHour(requestTimeout) { settings.limits.requestTimeoutSeconds = seconds }
         if let maxConnections {
             if maxConnections.value < 1 || maxConnections.value > 1024 || maxConnections.value != maxConnections.value.rounded() {
                 maxConnections.report("must be a whole number from 1 to 1024")

@@ -38,6 +38,8 @@ final class Bridge: Sendable {
         var book = BookQueue()
         /// The lines about sources that go quiet and come back.
         var silences = SilenceLog()
+        /// Each source's last refused payload, and why: the window shows it.
+        var lastRefusals: [String: Refusal] = [:]
     }
 
     /// A difference between the wall clock's and the monotonic clock's progress beyond this is a step.
@@ -203,8 +205,8 @@ final class Bridge: Sendable {
                 if let line = state.silences.line(for: output, zone: state.zone) { log.log(line) }
             case .closedDay, .closedSlot:
                 state.book.take(output, zone: state.zone)  // written by `BookWriter`
-            case .refused:
-                break  // the log has each refusal's line, rate-limited
+            case .refused(let refusal):
+                state.lastRefusals[refusal.source] = refusal  // the log has each one's line, rate-limited
             }
         }
     }

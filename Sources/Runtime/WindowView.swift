@@ -11,7 +11,7 @@ extension Bridge {
     /// the pictures and texts are drawn from it afterwards, on the window's thread.
     func windowSnapshot(at now: Date, status: ServiceStatus) -> WindowSnapshot {
         let taken = state.withLock { state in
-            (engine: state.engine, lifetime: state.lifetime, histories: state.histories, zone: state.zone)
+            (engine: state.engine, lifetime: state.lifetime, histories: state.histories, zone: state.zone, refusals: state.lastRefusals)
         }
         let engine = taken.engine
         let documents = engine.currentDocuments(at: now)
@@ -52,9 +52,11 @@ extension Bridge {
             case .level: "%"
             case .price: "\(engine.config.tariff?.currency.code ?? source.priceCurrency ?? "")/kWh"
             }
-            return WindowSnapshot.Source(
+            var shown = WindowSnapshot.Source(
                 name: source.name, topic: source.topic.description, unit: unit, value: reading?.value, readingAt: reading?.at, freshness: freshness,
                 stats: stats[source.name])
+            shown.lastError = taken.refusals[source.name].map { WindowSnapshot.Source.LastError(text: $0.shownText, at: $0.at) }
+            return shown
         }
         let sinks = self.sinks.map { WindowSnapshot.Sink(name: $0.name, destination: $0.destination, health: $0.health) }
         let waitingCause: String? = if case .waiting(let cause) = status.broker { cause } else { nil }
@@ -62,6 +64,20 @@ extension Bridge {
             address: status.address, connectedSince: status.connectedSince, reconnects: max(0, status.connections - 1), waitingCause: waitingCause)
         return WindowSnapshot(
             at: now, zone: taken.zone, version: Flowbridge.version, widgets: widgets, prices: prices, sources: sources, sinks: sinks, broker: broker)
+    }
+}
+
+extension Refusal {
+    /// Why the payload was refused, as the window shows it: printable (a payload's control
+    /// characters written as escapes, `PrintableText`), and the topic it came on.
+    var shownText: String {
+        let why = switch reason {
+        case .oversized(let bytes, let maxBytes): "a payload of \(bytes) bytes is beyond max_payload (\(maxBytes) bytes)"
+        case .undecodable(let error): error.description
+        case .implausible(let text): text
+        case .tooManyTopics(let max): "left out of the sum, which reads at most \(max) topics"
+        }
+        return PrintableText.escaped("\(why) (topic \(topic))")
     }
 }
 
@@ -81,7 +97,13 @@ struct WindowService: Service {
         let url = ListenAddress(host: window.settings.listen.host, port: listener.port)
         log.log(.info, "window at http://\(Self.reachable(url))/ (\(window.settings.whoMayLook))")
         defer { listener.stop() }
-        try await gracefulShutdown()
+        // Slow clients: each second, the connections whose request is overdue are cut.
+        try await cancelOnGracefulShutdown {
+            while !Task.isCancelled {
+                listener.cutOverdue()
+                try await Task.sleep(for: .seconds(1))
+            }
+        }
     }
 
     /// The address to open: a wildcard address (0.0.0.0, ::) is reached through loopback.

@@ -8,12 +8,20 @@ import Synchronization
 /// (a request line and headers beyond it are refused before the handler sees them). A request's
 /// body is never read: the answer is queued at the first call, before any upload.
 ///
+/// libmicrohttpd's timeout is an idle one: a client that sends a byte a second is never idle, and
+/// would hold its connection until its headers reach the memory bound (32 KiB: nine hours). So the
+/// listener keeps its own deadline: a connection whose request is not whole `requestTimeoutSeconds`
+/// after it opened (or after its last answer) is shut down by `cutOverdue`, which its owner calls
+/// every second. libmicrohttpd then sees the end of the stream and closes it.
+///
 /// The C handler finds this listener through its context pointer (`Unmanaged`), never a global.
 public final class HTTPListener: Sendable {
     public struct Limits: Sendable, Equatable {
         public var connections: UInt32 = 64
         public var perAddress: UInt32 = 32
         public var idleTimeoutSeconds: UInt32 = 15
+        /// From a connection's start (or its last answer) to its request's last header.
+        public var requestTimeoutSeconds: UInt32 = 10
         public var memoryPerConnectionBytes = 32 * 1024
 
         public init() {}
@@ -29,7 +37,7 @@ public final class HTTPListener: Sendable {
 
     /// Starts listening on `address`; throws when the address cannot be taken.
     public init(address: ListenAddress, limits: Limits, respond: @escaping Respond) throws(ListenError) {
-        let responder = Responder(respond: respond)
+        let responder = Responder(respond: respond, requestTimeout: .seconds(Int(limits.requestTimeoutSeconds)))
         let context = Unmanaged.passUnretained(responder).toOpaque()
         let cLimits = flowbridge_mhd_limits(
             connections: limits.connections, per_address: limits.perAddress, idle_timeout_seconds: limits.idleTimeoutSeconds,
@@ -39,6 +47,9 @@ public final class HTTPListener: Sendable {
                 guard let context, let connection else { return .NO }
                 let responder = Unmanaged<Responder>.fromOpaque(context).takeUnretainedValue()
                 return responder.answer(connection, url: url, method: method)
+            }, { context, connection, _, code in
+                guard let context, let connection else { return }
+                Unmanaged<Responder>.fromOpaque(context).takeUnretainedValue().note(connection, code)
             }, context)
         }
         guard let started else { throw ListenError(address: address, errno: errno) }
@@ -48,6 +59,12 @@ public final class HTTPListener: Sendable {
     }
 
     deinit { stop() }
+
+    /// Shuts down each connection whose request is overdue (see the type's comment); returns how many.
+    @discardableResult
+    public func cutOverdue(at now: ContinuousClock.Instant = .now) -> Int {
+        responder.cutOverdue(at: now)
+    }
 
     /// Closes the listening socket and every connection, and waits for the listener's thread.
     public func stop() {
@@ -65,14 +82,52 @@ public final class HTTPListener: Sendable {
 
 }
 
-/// The listener's answering half, which the C handler finds through its context pointer.
+/// The listener's answering half, which the C handler finds through its context pointer, and its
+/// table of open connections with when each request began.
 private final class Responder: Sendable {
     let respond: HTTPListener.Respond
+    let requestTimeout: Duration
+    /// By connection: its socket and when its request began (nil once it was shut down). Entries
+    /// come and go on the listener's thread, before libmicrohttpd closes the socket: under this
+    /// lock, `cutOverdue` never shuts down a descriptor that another connection reuses.
+    private let open = Mutex<[UInt: (socket: Int32, since: ContinuousClock.Instant?)]>([:])
 
-    init(respond: @escaping HTTPListener.Respond) { self.respond = respond }
+    init(respond: @escaping HTTPListener.Respond, requestTimeout: Duration) {
+        self.respond = respond
+        self.requestTimeout = requestTimeout
+    }
+
+    /// A connection opened or closed.
+    func note(_ connection: OpaquePointer, _ code: MHD_ConnectionNotificationCode) {
+        let key = UInt(bitPattern: connection)
+        if code == .CONNECTION_NOTIFY_STARTED {
+            let socket = flowbridge_mhd_socket(connection)
+            open.withLock { $0[key] = (socket, .now) }
+        } else {
+            _ = open.withLock { $0.removeValue(forKey: key) }
+        }
+    }
+
+    func cutOverdue(at now: ContinuousClock.Instant) -> Int {
+        open.withLock { open in
+            var cut = 0
+            for (key, entry) in open {
+                guard let since = entry.since, now - since >= requestTimeout, entry.socket >= 0 else { continue }
+                shutdown(entry.socket, Int32(SHUT_RDWR))
+                open[key]?.since = nil
+                cut += 1
+            }
+            return cut
+        }
+    }
 
     /// Reads what a request says (on the listener's thread), answers it and queues the answer.
     func answer(_ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?) -> MHD_Result {
+        // The request is whole: the next one on this connection has its own time from now.
+        open.withLock { open in
+            let key = UInt(bitPattern: connection)
+            if open[key]?.since != nil { open[key]?.since = .now }
+        }
         func header(_ name: String) -> String? {
             MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
         }

@@ -28,6 +28,9 @@ public enum StateDocument {
                 "at": time(source.readingAt), "age_seconds": number(source.readingAt.map(snapshot.age(of:))),
                 "state": .string(source.freshness.rawValue), "readings": .number(Double(source.readings)),
                 "no_reading": .number(Double(source.noReading)), "rejected": .number(Double(source.rejected)),
+                "last_error": source.lastError.map { error in
+                    .object(["text": .string(error.text), "at": time(error.at), "age_seconds": number(snapshot.age(of: error.at))])
+                } ?? .null,
             ])
         }
         let sinks = snapshot.sinks.map { sink -> JSONValue in

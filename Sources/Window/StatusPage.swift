@@ -112,16 +112,17 @@ public struct StatusPage {
     private var sourcesSection: String {
         var html = """
             <section id="sources"><h2>Sources</h2><table><tr><th>source</th><th>topic</th><th>last value</th><th>age</th><th>state</th>\
-            <th>readings</th><th>no reading</th><th>decode errors</th></tr>
+            <th>readings</th><th>no reading</th><th>decode errors</th><th>last decode error</th></tr>
 
             """
         for source in snapshot.sources {
             let value = source.value.map { "\(DisplayNumber.fixed($0, decimals: 3)) \(e(source.unit))" } ?? "–"
             let age = source.readingAt.map { Self.ageText(snapshot.age(of: $0)) } ?? "–"
+            let lastError = source.lastError.map { "\(e($0.text)) (\(Self.ageText(snapshot.age(of: $0.at))) ago)" } ?? "–"
             html += """
                 <tr class="\(source.freshness.rawValue)"><td>\(e(source.name))</td><td><code>\(e(source.topic))</code></td><td class="n">\(value)</td>\
                 <td class="n">\(age)</td><td class="state">\(source.freshness.rawValue)</td><td class="n">\(source.readings)</td>\
-                <td class="n">\(source.noReading)</td><td class="n">\(source.rejected)</td></tr>
+                <td class="n">\(source.noReading)</td><td class="n">\(source.rejected)</td><td class="error">\(lastError)</td></tr>
 
                 """
         }

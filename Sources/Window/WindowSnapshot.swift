@@ -60,6 +60,19 @@ public struct WindowSnapshot: Sendable {
         public var freshness: Freshness
         /// What it received so far; nil before anything.
         public var stats: FlowEngine.SourceStats?
+        /// Its last refused payload: why, and when.
+        public var lastError: LastError?
+
+        public struct LastError: Sendable, Equatable {
+            /// Printable already (`PrintableText`); the page escapes it for HTML too.
+            public var text: String
+            public var at: Date
+
+            public init(text: String, at: Date) {
+                self.text = text
+                self.at = at
+            }
+        }
 
         public init(name: String, topic: String, unit: String, value: Double?, readingAt: Date?, freshness: Freshness, stats: FlowEngine.SourceStats?) {
             self.name = name

@@ -22,12 +22,34 @@ struct WindowHostileTests {
         time.sleep(3600)
         """
 
+    /// Sends a request's headers a byte a second, without end, and says when the listener cut it
+    /// (the end of the stream, or a reset) and after how many bytes and seconds.
+    static let slowClient = """
+        import socket, sys, time
+        connection = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+        data = b"GET /metrics HTTP/1.1\\r\\nHost: x\\r\\nX-Slow: " + b"a" * 100000
+        started = time.monotonic()
+        print("sending", flush=True)
+        for sent, byte in enumerate(data):
+            try:
+                connection.send(bytes([byte]))
+                connection.settimeout(1)
+                if connection.recv(1024) == b"":
+                    break
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+        print(f"cut after {sent + 1} bytes, {time.monotonic() - started:.1f} s", flush=True)
+        time.sleep(3600)
+        """
+
     static func config(broker: Int, window: String, state: String, extra: String = "") -> String {
         """
         mqtt: {host: 127.0.0.1, port: \(broker), client_id: flowbridge-hostile}
         state_file: \(state)
         output: {stdout: true}
-        http: {listen: "\(window)", idle_timeout: 2s\(extra)}
+        http: {listen: "\(window)", idle_timeout: 2s, request_timeout: 4s\(extra)}
         sources:
           grid: {topic: grid/power}
         widgets:
@@ -110,21 +132,24 @@ struct WindowHostileTests {
         _ = await idle.waitForExit(timeout: .seconds(10))
         print("window: \(opened ?? "none") of 1000 idle connections")
 
-        // A client that sends a byte a second holds one connection, not the listener: another
-        // client is answered meanwhile, and so are the readings.
-        let slow = HTTPProbe.connect(port: port, timeoutSeconds: 5)
-        #expect(slow != nil)
-        let dribble = Task.detached {
-            for byte in Array("GET /metrics HTTP/1.1\r\nHost: x\r\n".utf8) {
-                guard let slow, HTTPProbe.send(slow, [byte]) else { return }
-                try? await Task.sleep(for: .seconds(1))  // the client under test is this slow
-                if Task.isCancelled { return }
-            }
+        // A client that sends a byte a second is never idle: the request's own deadline (4 s)
+        // cuts it, long before its headers could reach the connection's memory bound. Meanwhile
+        // another client is answered, and so are the readings.
+        let slowLog = folder.url.appendingPathComponent("slow.out").path
+        let slow = try ChildProcess(try MosquittoBroker.executable("python3"), ["-c", Self.slowClient, "\(port)"], outputFile: slowLog)
+        defer { slow.send(SIGKILL) }
+        func slowSays(_ prefix: String) -> String? {
+            (try? String(contentsOfFile: slowLog, encoding: .utf8)).flatMap { $0.split(separator: "\n").first { $0.hasPrefix(prefix) }.map(String.init) }
         }
+        #expect(await poll { slowSays("sending") } != nil)
         #expect(HTTPProbe.request(port: port, path: "/metrics")?.status == 200)
         #expect(try await Self.pushGoesOut(broker, daemon, rate: 400))
-        dribble.cancel()
-        if let slow { close(slow) }
+        let cut = await poll { slowSays("cut after ") }
+        print("window: the slow client: \(cut ?? "not cut")")
+        #expect(cut != nil, "the slow client was not cut")
+        // Cut by the deadline, not by the 32 KiB bound a byte a second would take nine hours to reach.
+        if let bytes = cut?.split(separator: " ").dropFirst(2).first.flatMap({ Int($0) }) { #expect(bytes < 1000) }
+        #expect(HTTPProbe.request(port: port, path: "/metrics")?.status == 200)
 
         let after = Self.residentKilobytes(daemon.process.pid)
         print("window: resident memory \(before ?? -1) kB before, \(duringIdle ?? -1) kB with the idle connections, \(after ?? -1) kB after")

@@ -163,3 +163,64 @@ enum Chromium {
         _ = try runProgram(executable!, arguments(in: folder) + ["--window-size=1200,2400", "--screenshot=\(path)", url])
     }
 }
+
+extension WindowPageTests {
+    /// A payload a source cannot read: its last decode error is on the page and in
+    /// `/api/v1/state`, with its age, escaped as text (its control characters as `\u0007`, its
+    /// markup as text), and a later one replaces it.
+    @Test func aSourcesLastDecodeErrorIsShownEscaped() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let port = HTTPProbe.freePort()
+        let config = """
+            timezone: UTC
+            mqtt: {host: 127.0.0.1, port: \(broker.port), client_id: flowbridge-page-errors}
+            state_file: \(folder.url.appendingPathComponent("state.json").path)
+            output: {stdout: true}
+            http: {listen: 127.0.0.1:\(port)}
+            sources:
+              grid: {topic: grid/power}
+              meter: {topic: "meter/<x>", json: power}
+            widgets:
+              power:
+                template: flow
+                flow:
+                  output: {name: Home, rate: meter}
+                  exchange: {name: Grid, rate: grid}
+                policy: {min_interval: 0s, settle: 0s}
+            """
+        let daemon = try RunTests.Daemon(config: config, folder: folder)
+        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        /// The meter's last error as `/api/v1/state` has it, once its text holds `part`.
+        func lastError(holding part: String) async -> JSONValue? {
+            await poll {
+                guard let body = HTTPProbe.request(port: port, path: "/api/v1/state")?.body,
+                      let meter = try? JSONValue(parsing: body)["sources"]?.arrayValue?.first(where: { $0["name"] == "meter" }),
+                      let error = meter["last_error"], error["text"]?.stringValue?.contains(part) == true
+                else { return nil }
+                return error
+            }
+        }
+
+        try await broker.publish(topic: "meter/<x>", payload: #"{"power": "12,5"}"#)
+        let first = await lastError(holding: "decimal comma")
+        #expect(first?["text"]?.stringValue == "'12,5' has a decimal comma; set `decimal_comma: true` on the source (topic meter/<x>)", "\(daemon.text)")
+
+        try await broker.publish(topic: "meter/<x>", payload: #"{"power": "<img src=x onerror=alert(1)>\u0007\u001b[31m"}"#)
+        let hostile = #""<img src=x onerror=alert(1)>\u0007\u001B[31m" is text, not a number (topic meter/<x>)"#
+        let second = await lastError(holding: "onerror")
+        #expect(second?["text"]?.stringValue == hostile, "\(String(describing: second))")
+        #expect(second?["at"]?.stringValue != nil)
+        #expect(second?["age_seconds"]?.numberValue.map { $0 >= 0 } == true)
+        // The grid, which read nothing wrong, has none.
+        let state = HTTPProbe.request(port: port, path: "/api/v1/state").flatMap { try? JSONValue(parsing: $0.body) }
+        #expect(state?["sources"]?.arrayValue?.first { $0["name"] == "grid" }?["last_error"] == .null)
+
+        let dom = try Chromium.dumpDOM("http://127.0.0.1:\(port)/", in: folder)
+        #expect(dom.contains(#"<td class="error">"&lt;img src=x onerror=alert(1)&gt;\u0007\u001B[31m" is text, not a number (topic meter/&lt;x&gt;) ("#), "\(dom)")
+        #expect(!dom.contains("<img"))
+        #expect(!dom.contains("\u{07}") && !dom.contains("\u{1B}"))
+        #expect(dom.contains("decode errors"))
+        await daemon.stop()
+    }
+}

@@ -142,3 +142,63 @@ final class Prometheus: @unchecked Sendable {
         return last.map { abs($0 - expected) <= 1e-6 * max(1, expected) ? expected : $0 }
     }
 }
+
+/// `promtool check metrics` (Debian's `prometheus` package, which `make test` installs) on a live
+/// daemon's `/metrics`: a home with panels, a battery, a grid meter, money and two sinks, names
+/// that need escaping in a label. It passes without a single lint problem.
+@Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
+struct WindowPromtoolTests {
+    static let promtool = MosquittoBroker.findExecutable("promtool")
+
+    @Test func promtoolFindsNoProblemInTheMetrics() async throws {
+        let promtool = try #require(Self.promtool, "promtool not found: make test installs Debian's prometheus package, which has it")
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let port = HTTPProbe.freePort()
+        let config = """
+            timezone: UTC
+            mqtt: {host: 127.0.0.1, port: \(broker.port), client_id: flowbridge-promtool}
+            state_file: \(folder.url.appendingPathComponent("state.json").path)
+            output: {stdout: true, mqtt: true}
+            http: {listen: 127.0.0.1:\(port)}
+            sources:
+              solar: {topic: solar/power}
+              grid: {topic: grid/power}
+              battery: {topic: battery/power}
+              soc: {topic: battery/soc, unit: "%"}
+            widgets:
+              power:
+                template: flow
+                flow:
+                  inputs: [{name: "Roof \\"south\\" \\\\ east", rate: solar, total: integrate}]
+                  storage: {name: Battery, rate: battery, level: soc, total: charge}
+                  exchange: {name: Grid, rate: grid, total: import}
+                  output: {name: Home, rate: balance, total: integrate}
+                policy: {min_interval: 0s, settle: 0s, rate_step: 1, rate_deadband: 0}
+            tariff:
+              currency: EUR
+              import: {price: 0.30}
+              export: {price: 0.08}
+            """
+        let daemon = try RunTests.Daemon(config: config, folder: folder)
+        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        for (topic, payload) in [("battery/soc", "55"), ("battery/power", "-400"), ("solar/power", "2500"), ("grid/power", "600")] {
+            try await broker.publish(topic: topic, payload: payload)
+        }
+        #expect(await daemon.waitFor(#""rate":2500"#), "\(daemon.text)")
+        // Once the money and the sinks' deliveries are in it, the metrics are whole.
+        let metrics = await poll { () -> String? in
+            guard let answer = HTTPProbe.request(port: port, path: "/metrics"), answer.status == 200,
+                  answer.body.contains("flowbridge_import_cost_total"), answer.body.contains("flowbridge_sink_deliveries_total{")
+            else { return nil }
+            return answer.body
+        }
+        let text = try #require(metrics, "\(daemon.text)")
+        #expect(text.contains(#"node="Roof \"south\" \\ east""#), "\(text)")
+        let check = try runProgram(promtool, ["check", "metrics"], stdin: text)
+        print("promtool check metrics: status \(check.status), \(text.split(separator: "\n").count) lines checked\(check.out)\(check.err)")
+        #expect(check.status == 0, "\(check.out)\(check.err)\n\(text)")
+        #expect((check.out + check.err).trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "\(check.out)\(check.err)")
+        await daemon.stop()
+    }
+}

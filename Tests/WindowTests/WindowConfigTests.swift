@@ -15,12 +15,13 @@ import Window
 
     @Test func settingsAreRead() throws {
         let config = try DaemonConfig.parse(
-            "http: {listen: \"[::1]:9000\", refresh: 10s, idle_timeout: 5s, max_connections: 8, ingress: true}\n" + Self.base, file: "c.yaml")
+            "http: {listen: \"[::1]:9000\", refresh: 10s, idle_timeout: 5s, request_timeout: 7s, max_connections: 8, ingress: true}\n" + Self.base, file: "c.yaml")
         let window = try #require(config.window)
         #expect(window.listen.description == "[::1]:9000")
         #expect(window.listen.isLoopbackOnly)
         #expect(window.refreshSeconds == 10)
         #expect(window.limits.idleTimeoutSeconds == 5)
+        #expect(window.limits.requestTimeoutSeconds == 7)
         #expect(window.limits.connections == 8)
         #expect(window.limits.perAddress == 8)
         #expect(window.ingress)
@@ -42,6 +43,7 @@ import Window
         ("http: {listen: 127.0.0.1:99999}\n", "line 1: http.listen: '99999' is not a port"),
         ("http: {listen: 0.0.0.0:8787}\n", "line 1: http.listen: listens beyond this machine without credentials"),
         ("http: {listen: 127.0.0.1:8787, refresh: 0s}\n", "line 1: http.refresh: must be between 1s and 1h"),
+        ("http: {listen: 127.0.0.1:8787, request_timeout: 2h}\n", "line 1: http.request_timeout: must be between 1s and 1h"),
         ("http: {listen: 127.0.0.1:8787, max_connections: 5000}\n", "line 1: http.max_connections: must be a whole number from 1 to 1024"),
         ("http: {listen: 127.0.0.1:8787, port: 3}\n", "line 1: http.port: unknown key"),
         ("http: {listen: 127.0.0.1:8787, token_file: a, token_env: B}\n", "line 1: http.token_env: write token_file or token_env, not both"),
