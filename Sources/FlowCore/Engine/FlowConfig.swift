@@ -16,6 +16,11 @@ public struct FlowConfig: Sendable, Equatable {
         self.tariff = tariff
     }
 
+    /// Each source's position by name (the last of a name, in a config no loader let through).
+    var sourcePositions: [String: Int] {
+        Dictionary(sources.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { _, last in last })
+    }
+
     /// Every widget's name: the flow widgets, then the progress widgets.
     public var widgetNames: [String] { widgets.map(\.name) + progressWidgets.map(\.name) }
 

@@ -13,7 +13,7 @@ extension FlowEngine {
         let directs: [Int: [Int]]
 
         init(config: FlowConfig) {
-            let index = Dictionary(config.sources.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { _, last in last })
+            let index = config.sourcePositions
             let directions = config.sources.map { $0.direction?.map { index[$0]! } }
             var directs: [Int: [Int]] = [:]
             for (position, direction) in directions.enumerated() {
