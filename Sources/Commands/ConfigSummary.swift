@@ -134,6 +134,7 @@ package struct ConfigSummary {
         details.append(source.unit.rawValue)
         if source.scale != 1 { details.append("× \(JSONValue.format(source.scale))") }
         if source.invert { details.append("inverted") }
+        if let direction = source.direction { details.append(describe(direction)) }
         if source.decoder.decimalComma { details.append("decimal comma") }
         if let stale = source.staleAfterSeconds {
             if stale != SourceConfig.defaultStaleAfterSeconds { details.append("stale after \(JSONValue.format(stale))s") }
@@ -143,6 +144,17 @@ package struct ConfigSummary {
         if source.combine == .sum { details.append("sum of its topics") }
         if source.maxPayloadBytes != SourceConfig.defaultMaxPayloadBytes { details.append("payloads up to \(source.maxPayloadBytes) bytes") }
         return "\(name) [\(details.joined(separator: ", "))]"
+    }
+
+    /// `+ while battery_charging is 1, − while battery_discharging is 1`, `the sign of grid_meter`.
+    func describe(_ direction: DirectionSource) -> String {
+        switch direction {
+        case .signOf(let source):
+            return "the sign of \(source)"
+        case .flags(let positive, let negative):
+            let parts = [positive.map { "+ while \($0) is 1" }, negative.map { "− while \($0) is 1" }].compactMap { $0 }
+            return parts.joined(separator: ", ")
+        }
     }
 
     func describe(_ total: TotalSpec, sources: [String: SourceConfig]) -> String {

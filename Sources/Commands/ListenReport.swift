@@ -96,6 +96,15 @@ struct ListenReport {
     /// Sources that never gave a reading: silent, or only ever undecodable or "no value".
     var silentSources: [SourceConfig] { config.flow.sources.filter { engine.readings[$0.name] == nil } }
 
+    /// For a source with `direction:` whose readings came while a source of its direction sent
+    /// no value: those sources, by name. Nil otherwise.
+    func unsigned(_ source: SourceConfig) -> [String]? {
+        guard let direction = source.direction, (engine.sourceStats[source.name]?.readings ?? 0) > 0 else { return nil }
+        let readings = engine.readings
+        let missing = direction.sources.filter { readings[$0] == nil }
+        return missing.isEmpty ? nil : missing
+    }
+
     /// Every verdict that finds a sign wrong, with its widget.
     var wrongSigns: [(widget: String, verdict: SignCheck.Verdict)] {
         zip(config.flow.widgets, signChecks).flatMap { widget, check in
@@ -126,6 +135,8 @@ struct ListenReport {
                 value = Self.format(reading.value, unit: source.unit)
             } else if watch.messages == 0 {
                 value = "never reported"
+            } else if unsigned(source) != nil {
+                value = "no direction yet"
             } else {
                 value = "no reading yet"
             }
@@ -150,6 +161,9 @@ struct ListenReport {
             if let withoutField = stats[source.name]?.withoutField, withoutField > 0, let path = source.decoder.path {
                 let share = readings[source.name] == nil ? "none of them had it" : "the topic carries other messages too (fine when it is a mix, such as Shelly's events/rpc)"
                 lines.append("  \(source.name): \(counted(withoutField, "message")) without the field \(path); \(share)")
+            }
+            if let missing = unsigned(source) {
+                lines.append("  \(source.name): its direction never came (\(missing.map { "'\($0)'" }.joined(separator: ", ")) sent no value): its \(counted(stats[source.name]?.readings ?? 0, "reading")) had no sign, so the nodes it feeds were not shown and counted nothing")
             }
             if let oversized = stats[source.name]?.oversized, oversized > 0 {
                 lines.append("  \(source.name): \(counted(oversized, "message")) larger than max_payload (\(FileIO.describe(bytes: source.maxPayloadBytes))), not read")
@@ -182,6 +196,8 @@ struct ListenReport {
                     "the broker refused the subscription to \(source.topic): \(refusal.reason)"
                 } else if watch.messages == 0 {
                     "no message on \(source.topic): is the topic right? (mosquitto_sub -t '#' -v shows what the broker carries)"
+                } else if unsigned(source) != nil {
+                    "its readings came, its direction did not (above)"
                 } else {
                     "\(counted(watch.messages, "message")), none a value flowbridge can use"
                 }

@@ -5,15 +5,20 @@ extension ConfigLoader {
     func loadSources(_ sourcesNode: ConfigNode) -> [SourceConfig] {
         guard let map = sourcesNode.mapping() else { return [] }
         var sources: [SourceConfig] = []
+        var directions: [(source: String, direction: DirectionFrom<ConfigValue<String>>)] = []
         for (name, source) in sourcesNode.entries ?? [] {
             if name.value == "balance" { name.report("'balance' is reserved for the derived output") }
-            if let source = loadSource(name.value, source) { sources.append(source) }
+            if let (source, direction) = loadSource(name.value, source) {
+                sources.append(source)
+                if let direction { directions.append((source.name, direction)) }
+            }
         }
         if map.pairs.isEmpty { sourcesNode.report("needs at least one source") }
+        checkDirections(directions, in: &sources)
         return sources
     }
 
-    func loadSource(_ name: String, _ source: ConfigNode) -> SourceConfig? {
+    func loadSource(_ name: String, _ source: ConfigNode) -> (SourceConfig, DirectionFrom<ConfigValue<String>>?)? {
         if name.isEmpty || name.hasPrefix("-") || name.contains(where: \.isWhitespace) {
             source.report("a source name must not be empty, start with '-' or hold spaces")
         }
@@ -62,15 +67,22 @@ extension ConfigLoader {
             sign = loadSign(node)
             if path == nil { node.report("a sign from another field needs `json:` for the magnitude (the direction is a field of the same JSON message)") }
         }
+        let direction = map.field("direction").flatMap(loadDirection)
+        if direction != nil {
+            if sign != nil { map.mapping.report(at: "direction", "the direction comes from a field (sign:) or from other sources (direction:): write one of them, not both") }
+            if combine?.value == .sum { map.mapping.report(at: "direction", "a sum of topics has no one direction: give each topic a source with its own direction:") }
+            if unit.quantity != .power { map.mapping.report(at: "direction", "a direction signs a power; this source is \(unit.quantity.rawValue) (\(unit.rawValue))") }
+        }
         let valueMap = map.field("map").flatMap(loadValueMap)
         if valueMap != nil, case .binary = format { map.mapping.report(at: "map", "a binary number has no words to map: write map or decode, not both") }
         guard let topic else { return nil }
         let decoder = PayloadDecoder(path: path, decimalComma: decimalComma?.value ?? false, format: format, sign: sign, map: valueMap)
-        return SourceConfig(
+        let config = SourceConfig(
             name: name, topic: topic, decoder: decoder,
             unit: unit, scale: scale?.value ?? 1, invert: invert, staleAfterSeconds: staleAfter, maxGapSeconds: maxGap,
             maxPowerW: maxPower?.value ?? SourceConfig.defaultMaxPowerW, combine: combine?.value ?? .latest, maxPayloadBytes: maxPayload,
-            priceCurrency: priceCurrency)
+            priceCurrency: priceCurrency, direction: direction?.map(\.value))
+        return (config, direction)
     }
 
     /// `unit:`: a meter's (`W`, `kWh`, `%`…), or a price source's, which names its currency
@@ -168,6 +180,63 @@ extension ConfigLoader {
         guard let path else { return nil }
         return SignField(path: path, negative: negative, positive: positive)
     }
+
+    /// `direction: {positive: charging, negative: discharging}` (flags: either or both), or
+    /// `direction: {sign_of: grid_signed}` (a signed number).
+    func loadDirection(_ node: ConfigNode) -> DirectionFrom<ConfigValue<String>>? {
+        guard var map = node.mapping() else { return nil }
+        defer { map.finish() }
+        let positive = map.text("positive")
+        let negative = map.text("negative")
+        let signOf = map.text("sign_of")
+        switch (positive, negative, signOf) {
+        case (nil, nil, let source?):
+            return .signOf(source)
+        case (_, _, nil) where positive != nil || negative != nil:
+            if let positive, let negative, positive.value == negative.value {
+                negative.report("'\(negative.value)' cannot be both the positive and the negative flag")
+                return nil
+            }
+            return .flags(positive: positive, negative: negative)
+        case (_, _, _?):
+            node.report(at: "sign_of", "a direction comes from flags (positive:, negative:) or from a signed number (sign_of:): write one kind, not both")
+            return nil
+        default:
+            node.report(at: "positive", "is required (or negative:, or sign_of:): the source whose 1 means this direction")
+            return nil
+        }
+    }
+
+    /// Every source a `direction:` names exists, is not the source itself and has no direction of
+    /// its own (a direction is read from a flag or a number, not through another direction); a
+    /// flag without a `map:` reads on/off and true/false as 1/0.
+    func checkDirections(_ directions: [(source: String, direction: DirectionFrom<ConfigValue<String>>)], in sources: inout [SourceConfig]) {
+        let index = Dictionary(sources.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        for (name, direction) in directions {
+            for reference in direction.sources {
+                guard let position = index[reference.value] else {
+                    reference.report("unknown source '\(reference.value)' (sources: \(index.keys.sorted().joined(separator: ", ")))")
+                    continue
+                }
+                if reference.value == name {
+                    reference.report("'\(name)' cannot give its own direction")
+                } else if sources[position].direction != nil {
+                    reference.report("'\(reference.value)' takes its direction from other sources itself; name the flag or the signed number directly")
+                }
+            }
+            if case .signOf(let reference) = direction, let source = index[reference.value].map({ sources[$0] }), source.unit.quantity != .power {
+                reference.report("source '\(reference.value)' is \(source.unit.quantity.rawValue) (\(source.unit.rawValue)); sign_of reads the sign of a power")
+            }
+            for flag in direction.flags {
+                guard let position = index[flag.value], sources[position].decoder.map == nil else { continue }
+                if case .binary = sources[position].decoder.format { continue }
+                sources[position].decoder.map = Self.flagWords
+            }
+        }
+    }
+
+    /// The words a direction flag reads without a `map:` of its own.
+    static let flagWords = ValueMap(["on": 1, "off": 0, "true": 1, "false": 0])
 
     /// `map: {on: 1, off: 0}`: words to numbers.
     func loadValueMap(_ node: ConfigNode) -> ValueMap? {

@@ -59,6 +59,9 @@ import Testing
         Case(name: "default state another program's file", config: sources,
              expected: "state file FOLDER/state/state.json is not a flowbridge state", environment: ["STATE_DIRECTORY": "FOLDER/state"],
              files: ["state": nil, "state/state.json": "hello"]),
+        Case(name: "unknown direction flag",
+             config: "sources:\n  battery: {topic: ess/battery, direction: {positive: charging, negative: discharging}}\n  discharging: {topic: ess/discharging}\nwidgets:\n  w: {template: flow, flow: {storage: {rate: battery}}}\n",
+             expected: "line 2: sources.battery.direction.positive: unknown source 'charging' (sources: battery, discharging)"),
     ]
 
     @Test(arguments: cases)

@@ -20,6 +20,12 @@ import Testing
         "tasmota-plug.yaml": ["inputs"], "zigbee2mqtt-plug.yaml": ["inputs"], "shelly-em-gen1.yaml": ["inputs", "output"],
     ]
 
+    /// Examples whose devices discovery does not know, and why: it places nothing for them (once
+    /// it does, the example belongs to the check below).
+    static let unknownToDiscovery: [String: String] = [
+        "lg-ess-pyess.yaml": "pyess publishes magnitudes whose direction is on other topics; discovery writes no direction:",
+    ]
+
     /// Each example's trace, heard by discovery: the config it writes reads, and replaying the
     /// same trace shows every slot it placed as the hand-written example does (rates, signs,
     /// totals, level).
@@ -32,6 +38,10 @@ import Testing
             discovery.hear(topic: message.topic, payload: message.payload, retained: false)
         }
         let plan = discovery.plan
+        if let why = Self.unknownToDiscovery[test.file] {
+            #expect(plan.isEmpty, "discovery placed slots for \(test.file), said to be unknown to it (\(why)):\n\(plan)")
+            return
+        }
         let left = Self.leftToTheUser[test.file] ?? []
         #expect(left.isEmpty || !plan.leftOut.isEmpty, "\(plan)")
         guard !plan.isEmpty else {

@@ -204,7 +204,42 @@ import Testing
             "inputs[0].rate": 2500, "inputs[0].total": 2.5, "storage.rate": 1200, "storage.total": 1.2, "storage.level": 72,
             "exchange.rate": -300, "exchange.total": 0, "output.rate": 1000, "output.total": 1,
         ]),
+        // LG ESS through pyess: the state essmqtt published (the battery filling at 945 W, 9 W to
+        // the grid) for half an hour, then the battery draining 420 W with 180 W from the grid
+        // after sunset, the flags turned. 945 W for 30 min: 0.4725 kWh of charge, shown 0.5.
+        Case(file: "lg-ess-pyess.yaml", trace: {
+            var trace = Trace()
+            let messages = try Repository.lgESSMessages()
+            let night = [
+                "pcs_pv_total_power": "0", "batconv_power": "420", "grid_power": "180", "bat_user_soc": "24.6",
+                "is_battery_charging_": "0", "is_battery_discharging_": "1", "is_grid_selling_": "0", "is_grid_buying_": "1",
+            ]
+            trace.everyMinute(through: 31) { minute in
+                messages.map { ($0.topic, minute < 31 ? $0.payload : night[String($0.topic.split(separator: "/").last!)] ?? $0.payload) }
+            }
+            return trace.lines
+        }, expected: [
+            "inputs[0].rate": 0, "storage.rate": -420, "storage.level": 25, "storage.total": 0.5, "exchange.rate": 180, "output.rate": 600,
+        ]),
     ]
+
+    /// The first poll of the LG ESS fixture, as essmqtt publishes it, shows the battery filling
+    /// and the grid exporting, and the home the ESS's own load_power.
+    @Test func anLGESSPollShowsTheSignsOfItsFlags() throws {
+        let text = try String(contentsOf: Repository.root.appendingPathComponent("Config/examples/lg-ess-pyess.yaml"), encoding: .utf8)
+        let messages = try Repository.lgESSMessages()
+        var trace = Trace()
+        for (topic, payload) in messages { trace.at(0, topic, payload) }
+        let (lines, engine) = try replay(config: text, trace: trace.lines)
+        let flow = try #require(lines.last?["content"]?["flow"])
+        #expect(flow["storage"]?["rate"] == 950)  // 945 W, filling (to the policy's 10 W)
+        #expect(flow["exchange"]?["rate"] == -10)  // 9 W, exporting
+        let readings = engine.readings.mapValues(\.value)
+        #expect(readings["battery"] == 945 && readings["grid"] == -9, "\(readings)")
+        // The balance of the signed readings is the ESS's own figure for the home: 1330 − 9 − 945.
+        let load = try #require(messages.first { $0.topic.hasSuffix("/load_power") }.flatMap { Double($0.payload) })
+        #expect(readings["solar"].map { $0 + readings["grid"]! - readings["battery"]! } == load)
+    }
 
     @Test(arguments: cases)
     func aTraceInTheDevicesFormatShowsTheRightSignsAndTotals(_ test: Case) throws {

@@ -204,6 +204,28 @@ struct ListenTests {
         #expect(text.contains("config OK: 6 sources, 2 widgets; listening 1 s to 127.0.0.1:"), "\(text)")
     }
 
+    /// An LG ESS through pyess whose battery flags never come: the battery's magnitudes arrive
+    /// but have no sign. The report says the direction never came and names the flags; the
+    /// battery is not counted as a topic that carried nothing; status 1.
+    @Test func aDirectionThatNeverCameIsNamed() async throws {
+        let broker = try await MosquittoBroker()
+        let folder = TemporaryFolder()
+        let config = try String(contentsOf: Repository.root.appendingPathComponent("Config/examples/lg-ess-pyess.yaml"), encoding: .utf8)
+            .replacingOccurrences(of: "port: 1883", with: "port: \(broker.port)")
+        let (process, output) = try await Self.listen(config, seconds: Self.window, broker: broker, folder: folder)
+        let poll = try Repository.lgESSMessages().filter { !$0.topic.contains("is_battery_") }
+        try await publishInOrder(broker, (0..<3).flatMap { _ in poll.map { ($0.topic, $0.payload) } })
+        let text = await Self.finish(process, output)
+        #expect(process.exitCode == 1, "\(text)")
+        #expect(text.contains("  battery: its direction never came ('battery_charging', 'battery_discharging' sent no value): its 3 readings had no sign, so the nodes it feeds were not shown and counted nothing"), "\(text)")
+        #expect(text.contains("battery              ess/home/statistics/batconv_power           3         0         no direction yet"), "\(text)")
+        #expect(text.contains("3 sources never reported a value:"), "\(text)")
+        #expect(text.contains("  battery: its readings came, its direction did not (above)"), "\(text)")
+        #expect(text.contains("  battery_charging: no message on ess/home/direction/is_battery_charging_"), "\(text)")
+        // The grid's flags came: it is signed, exporting.
+        #expect(text.contains("grid                 ess/home/statistics/grid_power              3         0         -9 W"), "\(text)")
+    }
+
     @Test(arguments: ["0s", "soon", "25h"])
     func aListenDurationOutOfRangeIsAUsageError(_ duration: String) throws {
         let run = try runFlowbridge(["check", "--config", "/nonexistent.yaml", "--listen", duration])

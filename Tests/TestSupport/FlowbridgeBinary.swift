@@ -23,6 +23,16 @@ public enum Repository {
 
     public struct FixtureMissing: Error { var topic: String }
 
+    /// One poll of an LG ESS through pyess's essmqtt (`Tests/Fixtures/lg-ess-pyess.json`): each
+    /// topic with its payload, in the order essmqtt publishes them.
+    public static func lgESSMessages() throws -> [(topic: String, payload: String)] {
+        let data = try Data(contentsOf: fixtures.appendingPathComponent("lg-ess-pyess.json"))
+        return try (JSONValue(parsing: Array(data))["messages"]?.arrayValue ?? []).map { message in
+            guard let topic = message["topic"]?.stringValue, let payload = message["payload"]?.stringValue else { throw FixtureMissing(topic: "\(message)") }
+            return (topic, payload)
+        }
+    }
+
     /// Every file under `Config/` (recursively), relative to the root: `Config/examples/evcc.yaml`.
     public static var shippedConfigs: [String] {
         let folder = root.appendingPathComponent("Config")

@@ -16,6 +16,11 @@ public struct FlowConfig: Sendable, Equatable {
         self.tariff = tariff
     }
 
+    /// Each source's position by name (the last of a name, in a config no loader let through).
+    var sourcePositions: [String: Int] {
+        Dictionary(sources.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { _, last in last })
+    }
+
     /// Every widget's name: the flow widgets, then the progress widgets.
     public var widgetNames: [String] { widgets.map(\.name) + progressWidgets.map(\.name) }
 
@@ -110,6 +115,9 @@ public struct SourceConfig: Sendable, Equatable {
     /// A price source's currency, as its unit names it (`EUR` of `EUR/MWh`): the tariff's must be
     /// the same. Nil for other units, and for `ct/kWh` (cents of the tariff's currency).
     public var priceCurrency: String?
+    /// The magnitude's direction from other sources (`direction:`); nil: the reading is signed
+    /// itself (or by `sign:`, or not at all).
+    public var direction: DirectionSource?
 
     public static let defaultStaleAfterSeconds = 600.0
     public static let defaultMaxGapSeconds = 300.0
@@ -126,9 +134,11 @@ public struct SourceConfig: Sendable, Equatable {
         name: String, topic: TopicFilter, decoder: PayloadDecoder = PayloadDecoder(), unit: SourceUnit = .watt,
         scale: Double = 1, invert: Bool = false, staleAfterSeconds: Double? = SourceConfig.defaultStaleAfterSeconds,
         maxGapSeconds: Double = SourceConfig.defaultMaxGapSeconds, maxPowerW: Double = SourceConfig.defaultMaxPowerW,
-        combine: SourceCombine = .latest, maxPayloadBytes: Int = SourceConfig.defaultMaxPayloadBytes, priceCurrency: String? = nil
+        combine: SourceCombine = .latest, maxPayloadBytes: Int = SourceConfig.defaultMaxPayloadBytes, priceCurrency: String? = nil,
+        direction: DirectionSource? = nil
     ) {
         self.priceCurrency = priceCurrency
+        self.direction = direction
         self.name = name
         self.topic = topic
         self.decoder = decoder

@@ -23,7 +23,9 @@ extension FlowEngine {
         let kind: ReadingKind = verdict == .late ? .late : retained ? .retained : .live
         // Every source the message feeds reads first (one Tasmota payload can hold the power and
         // the day's energy), then the totals move, all with the same readings.
-        let accepted = matched.filter { accept(payload, topic: topic, for: $0, at: now, kind: kind, into: &out) }
+        var accepted = matched.filter { accept(payload, topic: topic, for: $0, at: now, kind: kind, into: &out) }
+        // A direction that moved signs its magnitude again: that source reads anew.
+        if !bank.directs.isEmpty { accepted += redirect(accepted) }
         // Widgets are read in place, by position: a copy of one retains all of its parts.
         // A retained price is of unknown age (a dead feed's last word): only a live one prices.
         if kind == .live { takePrices(from: accepted, at: now) }
@@ -155,6 +157,8 @@ extension FlowEngine {
                 problem = "\(JSONValue.format(value)) % is outside 0…100"
             case .price where abs(value) > TariffConfig.largestPricePerKWh:
                 problem = "a price of \(JSONValue.format(value)) per kWh is beyond \(JSONValue.format(TariffConfig.largestPricePerKWh)) per kWh: a wrong unit (EUR/MWh given as EUR/kWh?)"
+            case _ where (setup.isFlag || setup.direction != nil) && directionProblem(of: position, value: value) != nil:
+                problem = directionProblem(of: position, value: value) ?? ""
             default:
                 if setup.config.combine == .sum, bank.sources[position].topics[topic] == nil,
                     bank.sources[position].topics.count >= SourceState.maxTopics
@@ -166,6 +170,7 @@ extension FlowEngine {
                     return false
                 }
                 let taken = bank.sources[position].take(value, topic: topic, at: now, kind: kind)
+                if taken, setup.direction != nil { takeMagnitude(of: position) }
                 if taken, bank.sources[position].silentSince != nil { reportBack(position, at: now, into: &out) }
                 return taken
             }

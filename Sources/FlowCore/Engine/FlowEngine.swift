@@ -254,7 +254,7 @@ public struct FlowEngine: Sendable {
         self.zone = zone
         bank = SourceBank(config: config)
         dayClock = DayClock(jumpSeconds: config.sources.map(\.maxGapSeconds).max() ?? SourceConfig.defaultMaxGapSeconds)
-        let index = Dictionary(config.sources.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { _, last in last })
+        let index = config.sourcePositions
         func terms(of rate: RateSpec) -> [Term] {
             guard case .sum(let list) = rate else { return [] }
             return list.map { Term(source: index[$0.source]!, sign: $0.negated ? -1 : 1) }

@@ -8,9 +8,22 @@ extension FlowEngine {
         /// Sources by exact topic, and the wildcard filters to try on any other.
         let exactTopics: [String: [Int]]
         let wildcardTopics: [(filter: TopicFilter, source: Int)]
+        /// Per source another's `direction:` reads: the sources it directs. Empty without
+        /// `direction:`, and then nothing is looked up per message.
+        let directs: [Int: [Int]]
 
         init(config: FlowConfig) {
-            sources = config.sources.map { SourceState(config: $0) }
+            let index = config.sourcePositions
+            let directions = config.sources.map { $0.direction?.map { index[$0]! } }
+            var directs: [Int: [Int]] = [:]
+            for (position, direction) in directions.enumerated() {
+                for source in direction?.sources ?? [] { directs[source, default: []].append(position) }
+            }
+            let flags = Set(directions.flatMap { $0?.flags ?? [] })
+            sources = config.sources.indices.map {
+                SourceState(config: config.sources[$0], direction: directions[$0], isFlag: flags.contains($0))
+            }
+            self.directs = directs
             var exact: [String: [Int]] = [:]
             var wildcard: [(TopicFilter, Int)] = []
             for (position, source) in config.sources.enumerated() {
@@ -78,6 +91,10 @@ extension FlowEngine {
                         continue
                     }
                     sources[position].reading = restored
+                    // The sign saved with it stands until the next magnitude or direction.
+                    if sources[position].setup.direction != nil {
+                        sources[position].magnitude = Reading(value: abs(restored.value), at: restored.at)
+                    }
                 }
                 sources[position].lastValueAt = sources[position].reading?.at
             }

@@ -22,7 +22,16 @@ extension FlowEngine {
         /// its texts and arrays retained each of them.
         final class Setup: Sendable {
             let config: SourceConfig
-            init(_ config: SourceConfig) { self.config = config }
+            /// `direction:` with its sources by position: the reading is the magnitude signed by them.
+            let direction: DirectionFrom<Int>?
+            /// Read as a 0/1 flag by another source's `direction:`.
+            let isFlag: Bool
+
+            init(_ config: SourceConfig, direction: DirectionFrom<Int>?, isFlag: Bool) {
+                self.config = config
+                self.direction = direction
+                self.isFlag = isFlag
+            }
         }
 
         let setup: Setup
@@ -32,6 +41,9 @@ extension FlowEngine {
         /// The reading: the latest (`combine: latest`), or the sum of the topics' readings that
         /// were fresh at the latest of them (`combine: sum`): what `when_stale: hold` keeps showing.
         var reading: Reading?
+        /// With `direction:`: the magnitude as read; `reading` is it with the direction's sign, nil
+        /// while the direction is not known yet.
+        var magnitude: Reading?
         /// `combine: sum`: the latest reading of each matching topic.
         var topics: [String: Reading] = [:]
         /// When a value last arrived (live or retained; a restored reading's own time): the stale
@@ -47,7 +59,9 @@ extension FlowEngine {
         var stats = SourceStats()
         var fieldWatch = FieldWatch()
 
-        init(config: SourceConfig) { setup = Setup(config) }
+        init(config: SourceConfig, direction: DirectionFrom<Int>? = nil, isFlag: Bool = false) {
+            setup = Setup(config, direction: direction, isFlag: isFlag)
+        }
 
         /// Whether a reading is stale at `now` for a source stale after `staleAfter` seconds.
         static func isStale(_ reading: Reading, at now: Date, after staleAfter: Double?) -> Bool {
@@ -103,6 +117,7 @@ extension FlowEngine {
         /// The wall clock stepped by `seconds` without that time passing: ages count what really passed.
         mutating func shift(by seconds: Double) {
             reading?.at.addTimeInterval(seconds)
+            magnitude?.at.addTimeInterval(seconds)
             for topic in topics.keys { topics[topic]?.at.addTimeInterval(seconds) }
             lastValueAt?.addTimeInterval(seconds)
             silentSince?.addTimeInterval(seconds)
