@@ -141,7 +141,7 @@ import Testing
             meter.send("shellypro3em-abc/status/emdata:0", body, at: midnight + hour * 3600)
         }
         #expect(payload.contains("\"total_act\":20269.29"))
-        publish(20269.29, at: -0.5)  // yesterday evening: the baseline
+        publish(20269.29, at: 0.1)  // just after midnight: the baseline
         publish(20269.29 + 500, at: 0.5)
         publish(20269.29 + 5000, at: 13.9)  // 5 kWh this morning
         publish(0, at: 14.0)  // reboot: one low sample changes nothing yet
@@ -215,7 +215,10 @@ import Testing
     /// Minutes since the local midnight that starts `date`: where the daemon reads last, starts again
     /// and where the totals are looked at. The totals must be what the readings say about the day
     /// that holds the end: the integral over the stretches between readings no longer than
-    /// `max_gap` (5 min), and the counter's rise since its last reading before that day.
+    /// `max_gap` (5 min), and the counter's rise since midnight (a rise across it is split, its
+    /// share before going to the day just closed), or since its last reading when that came
+    /// before the day just closed (two midnights passed in the silence) or the day closed before
+    /// the restart.
     @Test(arguments: [
         ("2026-06-01", 600, 603, 720),  // down for 3 minutes: within max_gap, integrated across
         ("2026-06-01", 600, 615, 720),  // 15 minutes: not integrated across
@@ -257,7 +260,14 @@ import Testing
         for (from, to) in zip(times, times.dropFirst()) where to - from <= 300 {
             integratedSeconds += max(0, to - max(from, dayStart))
         }
-        let counterSeconds = times.last! - times.last { $0 < dayStart }!
+        let lastBefore = times.last { $0 < dayStart }!
+        let closedDayStart = Self.berlin.day(containing: Date(timeIntervalSince1970: dayStart - 1)).start.timeIntervalSince1970
+        // Split unless the day closed before the restart and its first reading came after it: a
+        // restart keeps no closed day to amend.
+        let stoppedAt = midnight + Double(stop) * 60
+        let closedDayLost = stoppedAt + 90 >= dayStart && stoppedAt + 30 < dayStart
+        let split = lastBefore >= closedDayStart && !closedDayLost
+        let counterSeconds = times.last! - (split ? dayStart : lastBefore)
         let totals = try #require(after.engine.snapshot()["totals"])
         let integrated = try #require(totals["home/output"]?["kwh"]?.numberValue)
         let counted = try #require(totals["home/exchange"]?["kwh"]?.numberValue)

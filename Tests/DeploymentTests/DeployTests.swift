@@ -255,6 +255,9 @@ struct HomeAssistantAddonTests {
               export: {price: 0.08}
             output:
               mqtt: {home_assistant: true}
+            # The add-on's window is on 8099; a test takes a port the system picks, so that it
+            # never meets another process on 8099.
+            http: {listen: "127.0.0.1:0", ingress: true}
             """
         let data = try AddonData(options: ["sources": [], "inputs": [], "log_level": "info"],
                                  service: Self.service(port: broker.port, user: "addons", password: "secret"), flowbridgeYAML: yaml)
