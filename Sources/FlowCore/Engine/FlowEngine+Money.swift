@@ -22,11 +22,11 @@ extension FlowEngine {
     /// earned, stretch by stretch at the price in force; energy without a price is counted apart.
     mutating func price(_ span: EnergySpan, _ account: EnergyAccount, at place: NodePlace, inWidget position: Int, into out: inout [Output]) {
         guard widgets[position].money != nil, let (amount, byExportPrice) = Self.pricing(of: account, at: place),
-            let prices = pricing.prices(byExportPrice: byExportPrice)
+            pricing.prices(byExportPrice: byExportPrice) != nil
         else { return }
         var priced = 0.0
         var unpriced = 0.0
-        prices.forEachStretch(from: span.start, to: span.end, zone: zone) { from, to, price in
+        pricing.forEachStretch(byExportPrice: byExportPrice, from: span.start, to: span.end, zone: zone) { from, to, price in
             let energy = span.energyKWh(from: from, to: to)
             if let price { priced += energy * price } else { unpriced += energy }
         }
@@ -57,22 +57,27 @@ extension FlowEngine {
         )))
     }
 
-    /// A price source's accepted readings set its direction's price from `now`. Prices older than
-    /// any stretch still to be priced are forgotten.
+    /// A price source's accepted readings set its direction's price from `now`.
     mutating func takePrices(from accepted: [Int], at now: Date) {
         guard pricing.importPriceSource != nil || pricing.exportPriceSource != nil else { return }
         for source in accepted where source == pricing.importPriceSource || source == pricing.exportPriceSource {
             guard let price = bank.sources[source].reading?.value else { continue }
-            let horizon = pendingSince ?? now
-            if source == pricing.importPriceSource {
-                pricing.importPrices?.take(price, at: now)
-                pricing.importPrices?.forget(before: horizon)
-            }
-            if source == pricing.exportPriceSource {
-                pricing.exportPrices?.take(price, at: now)
-                pricing.exportPrices?.forget(before: horizon)
-            }
+            if source == pricing.importPriceSource { pricing.importPrices?.take(price, at: now) }
+            if source == pricing.exportPriceSource { pricing.exportPrices?.take(price, at: now) }
         }
+    }
+
+    /// Forgets the prices older than any stretch still to be priced, once the accounts took a
+    /// message at `now`. The state then holds the prices the pending stretches need and no more:
+    /// when the last stretch that reached back past a price change is priced, the older price goes,
+    /// and the state is saved (see `SavePolicy`) with the accounts already past the change, so a
+    /// restart prices what comes after it as the run without the restart does. Only a timeline
+    /// holding an older price asks where the pending stretches begin.
+    mutating func forgetPassedPrices(at now: Date) {
+        guard (pricing.importPrices?.points.count ?? 0) > 1 || (pricing.exportPrices?.points.count ?? 0) > 1 else { return }
+        let horizon = pendingSince ?? now
+        pricing.importPrices?.forget(before: horizon)
+        pricing.exportPrices?.forget(before: horizon)
     }
 
     /// The earliest instant a stretch still to be priced can start at: a priced account's last
