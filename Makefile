@@ -184,9 +184,10 @@ ha-check: build
 	$(HA_VENV)/bin/python tools/ha-check/ha_check.py --flowbridge $$($(SWIFT) build --show-bin-path)/flowbridge
 
 ## soak: one simulated day at 240x through a private mosquitto and the widget stand-in, with
-## faults (API errors, an outage, broker restarts, kill -9 of flowbridge); the widget's document
-## must equal a fault-free replay of the day, and the daemon's memory stay flat (scripts/soak.py).
-## SOAK_SPEED, SOAK_CYCLE, SOAK_DATE, SOAK_SEED and SOAK_RSS_GROWTH_KB change it. Minutes; not in `make test`.
+## faults (API errors, an outage, broker restarts, kill -9 of flowbridge at drawn moments) and a
+## price feed; the widget's document and the state's import cost must equal a fault-free replay of
+## the day, and the daemon's memory stay flat (scripts/soak.py). SOAK_SPEED, SOAK_CYCLE,
+## SOAK_DATE, SOAK_SEED, SOAK_KILLS, SOAK_PRICE_HOURS and SOAK_RSS_GROWTH_KB change it. Minutes; not in `make test`.
 soak: deps
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(SOAK_PACKAGES)"
 	$(SWIFT) build -c release --product flowbridge

@@ -31,23 +31,40 @@ deadband, so the last push shows the last readings rather than what a history of
 through. The day is read in a fixed-offset zone (Etc/GMT-N) where it is near noon on the wall
 clock, so the daemon's own day does not end during the soak.
 
-Memory: the daemon's RSS (VmRSS) is read every second. For each of the two processes (before the
-kill -9, and the restart that runs to the end) the start is its RSS once it has delivered its
-first document and the end its last reading; the soak fails when the second process (which runs
+Memory: the daemon's RSS (VmRSS) is read every second. For the first process (before the first
+kill -9) and the last (the restart that runs to the end) the start is its RSS once it has delivered its
+first document and the end its last reading; the soak fails when the last process (which runs
 for most of the day, some 50,000 messages and 150 pushes) grows by more than SOAK_RSS_GROWTH_KB
 (default 2048 kB, some 40 bytes a message) between them. A healthy run grows by well under 100 kB.
 
-Writes: the second process's block writes (`write_bytes` of /proc/PID/io) from 10 s into its life
+Writes: the last process's block writes (`write_bytes` of /proc/PID/io) from 10 s into its life
 (past the saves of its start, as for memory) to its end, said per day of the wall clock, which is
 what the state saves follow (once a minute while an integrated energy moves, at once at a
 counter's new baseline or a reload), so the soak's speed changes it little. They are the state's
 alone: the daemon's log goes through a pipe (as it goes to journald under systemd), and the soak
-writes it to the file; the state is in a folder of its own (`state/`, as under StateDirectory=). The soak fails beyond SOAK_WRITES_MB_PER_DAY (default 20 MB). With strace
-installed, the second process runs under it (`strace -f --seccomp-bpf`, which stops it at its
+writes it to the file; the state is in a folder of its own (`state/`, as under StateDirectory=). The soak fails beyond SOAK_WRITES_MB_PER_DAY (default 20 MB). A price change is saved at once,
+and the simulated day's changes come SPEED times as often as a home's: with strace, the saves
+within 2.5 s after a change are counted at a home's pace (24 / SOAK_PRICE_HOURS changes a day), the
+others as they came but at least once a minute (a price save restarts the minute's wait, and so
+stands in for a save of the home's integrated consumption), each at the window's bytes a save. With strace
+installed, each restarted process runs under it (`strace -f --seccomp-bpf`, which stops it at its
 fsyncs and fdatasyncs only), and the summary says its syncs a day over the same window. That
 figure is reported, not bounded: at 240x a save due at once (a counter's new baseline, the daily
 counter's restart at sunrise) comes 240 times as often as in a home; bench/state-writes.py
 measures a steady home at 1x.
+
+Money: a price feed joins the day (soak/price, EUR/MWh, fees 0.05), repeating its price every 15
+simulated minutes and changing it every SOAK_PRICE_HOURS (default 2) to a price drawn from the
+seed, and the grid's import is priced by it. Besides the kill -9 at a sixth of the day, SOAK_KILLS
+− 1 more (default 2) come at moments drawn from the seed. When the day is over and flowbridge
+stopped, the import cost in its state must equal the fault-free replay's to half a cent: through
+every kill, the state held the prices the pending counter rise needed. The import comes from the
+grid's counter, so it is the same day whatever the wall clock did (consumption and export are
+integrated on the wall clock here, and the replay on the simulated one: not compared). A price
+sent while no daemon runs or the broker is away never reaches the daemon, as a meter's reading
+would not: the kills and the broker's outages come between price changes (not within the second
+after one either, before the tick that saves it: a kill there loses the new price, see
+docs/service.md).
 
 Exit status: 0 when everything matched; 1 on a mismatch, a fault that never took effect, memory
 growth beyond the bound, or a daemon that did not start or stop cleanly.
@@ -55,6 +72,7 @@ growth beyond the bound, or a daemon that did not start or stop cleanly.
 import base64
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -72,6 +90,10 @@ SEED = os.environ.get("SOAK_SEED", "1")
 RSS_GROWTH_KB = int(os.environ.get("SOAK_RSS_GROWTH_KB", "2048"))
 WRITES_MB_PER_DAY = float(os.environ.get("SOAK_WRITES_MB_PER_DAY", "20"))
 TOTAL_TOLERANCE_KWH = 0.01
+PRICE_HOURS = float(os.environ.get("SOAK_PRICE_HOURS", "2"))
+KILLS = int(os.environ.get("SOAK_KILLS", "3"))
+MONEY_TOLERANCE = 0.005
+PRICE_TOPIC = "soak/price"
 TOKEN = "soak-token"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = os.path.join(ROOT, ".build", "soak")
@@ -203,15 +225,21 @@ class Daemon:
     def signal(self, number):
         os.kill(self.pid, number)
 
-    def syncs(self, begin, end):
-        """The fsyncs and fdatasyncs strace saw between two times: {"fsync": n, "fdatasync": m}."""
-        counts = {"fsync": 0, "fdatasync": 0}
+    def sync_calls(self, begin, end):
+        """The fsyncs and fdatasyncs strace saw between two times: [(time, "fsync" or "fdatasync")]."""
+        found = []
         with open(self.syncs_path) as calls:
             for line in calls:
                 fields = line.split(None, 2)
                 if len(fields) == 3 and begin <= float(fields[1]) <= end:
-                    call = fields[2].split("(", 1)[0]
-                    counts[call] = counts.get(call, 0) + 1
+                    found.append((float(fields[1]), fields[2].split("(", 1)[0]))
+        return found
+
+    def syncs(self, begin, end):
+        """The fsyncs and fdatasyncs strace saw between two times: {"fsync": n, "fdatasync": m}."""
+        counts = {"fsync": 0, "fdatasync": 0}
+        for _, call in self.sync_calls(begin, end):
+            counts[call] = counts.get(call, 0) + 1
         return counts
 
     def wait_for_log(self, text, since, seconds=30):
@@ -295,6 +323,10 @@ class Publisher(threading.Thread):
         self.socket = None
         self.progress = 0.0  # the share of the day published
         self.done = threading.Event()
+        # When the price feed last changed its price (the wall clock), and to what.
+        self.price_changed_at = time.time()
+        self.price = None
+        self.price_changes = []  # the wall clock's times of every change
 
     def connect(self):
         try:
@@ -326,6 +358,9 @@ class Publisher(threading.Thread):
             try:
                 self.socket.sendall(packet(0x30, text(topic) + payload))
                 self.sent += 1
+                if topic == PRICE_TOPIC and payload != self.price:
+                    self.price, self.price_changed_at = payload, time.time()
+                    self.price_changes.append(self.price_changed_at)
             except OSError:
                 self.socket.close()
                 self.socket = None
@@ -337,6 +372,26 @@ class Publisher(threading.Thread):
                 pass
             self.socket.close()
         self.done.set()
+
+
+def add_prices(path):
+    """Adds the day's price feed to the trace at `path`: the price every 15 simulated minutes from
+    its first instant, a new one every PRICE_HOURS, drawn from the seed (EUR/MWh)."""
+    with open(path) as trace:
+        lines = trace.read().splitlines()
+    times = [datetime.fromisoformat(json.loads(line)["t"].replace("Z", "+00:00")).timestamp() for line in lines]
+    draw = random.Random(f"prices {SEED}")
+    feed = []
+    at, price = times[0], None
+    for slot in range(int((times[-1] - times[0]) // 900) + 1):
+        if slot % max(1, round(PRICE_HOURS * 4)) == 0:
+            price = draw.randrange(20, 400)
+        stamp = datetime.fromtimestamp(at + slot * 900, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        feed.append((at + slot * 900, 0, json.dumps({"payload": str(price), "t": stamp, "topic": PRICE_TOPIC})))
+    # A price first at an instant it shares with the meters; the trace's own order kept.
+    merged = sorted(feed + [(t, 1, line) for t, line in zip(times, lines)], key=lambda entry: entry[:2])
+    with open(path, "w") as trace:
+        trace.write("".join(line + "\n" for _, _, line in merged))
 
 
 def read_trace(path):
@@ -367,6 +422,7 @@ sources:
   grid_in:   {{topic: shellypro3em-08f9e0e5a1c4/status/emdata:0, json: total_act, unit: Wh, max_power: 50000000}}
   battery:   {{topic: evcc/site/battery/power, invert: true}}
   soc:       {{topic: evcc/site/battery/soc, unit: "%"}}
+  price:     {{topic: soak/price, unit: EUR/MWh, stale_after: 1h}}
 widgets:
   power:
     template: flow
@@ -384,6 +440,8 @@ widgets:
       token_file: {token}
       retry: {{min: 1s, max: 10s}}
       timeout: 10s
+tariff:
+  import: {{price: price, fees: 0.05}}
 """
 
 
@@ -415,6 +473,7 @@ def main():
         trace_path = os.path.join(WORK, "day.ndjson")
         subprocess.run([flowbridge, "simulate", "--trace", trace_path, "--date", DATE, "--speed", CYCLE, "--seed", SEED],
                        check=True, stderr=subprocess.DEVNULL)
+        add_prices(trace_path)
         trace = read_trace(trace_path)
         span = trace[-1][0] - trace[0][0]
         say(f"day {DATE} (seed {SEED}) in {zone}: {len(trace)} messages over {span / 3600:.1f} simulated hours, "
@@ -441,13 +500,25 @@ def main():
         pids = {}
         restart_doubt = [None]
 
+        def between_price_changes(needed):
+            """Waits for a moment a second or more after the price changed and `needed` seconds or
+            more before it changes again: what the fault loses then is no price."""
+            change_every = PRICE_HOURS * 3600 / SPEED
+            while not publisher.done.is_set():
+                since = time.time() - publisher.price_changed_at
+                if since >= 1.5 and change_every - since >= needed:
+                    return
+                time.sleep(0.02)
+
         def restart_broker(kill):
+            between_price_changes(20)
             broker.stop(kill=kill)
             time.sleep(3)
             broker.start()
 
         def kill_daemon():
-            pids[1] = daemon.pid
+            between_price_changes(8)
+            pids[daemon.generation] = daemon.pid
             daemon.signal(signal.SIGKILL)
             daemon.process.wait()
             # What the state says the widget shows must be what it shows, or be marked in doubt:
@@ -461,7 +532,7 @@ def main():
             restart_doubt[0] = delivery.get("in_doubt")
             time.sleep(2)
             daemon.start(trace_syncs=True)
-            pids[2] = daemon.pid
+            pids[daemon.generation] = daemon.pid
 
         # (share of the day, what, action)
         faults = [
@@ -478,6 +549,10 @@ def main():
             (0.64, "API: 2 × 503 (Retry-After: 1), 2 × 500",
              lambda: (standin.fault({"status": 503, "retry_after": "1"}, 2), standin.fault({"status": 500}, 2))),
         ]
+        draw = random.Random(f"kills {SEED}")
+        faults += [(round(draw.uniform(0.04, 0.64), 3), "flowbridge: kill -9 at a drawn moment, restart 2 s later", kill_daemon)
+                   for _ in range(KILLS - 1)]
+        faults.sort(key=lambda fault: fault[0])
         for share, what, action in faults:
             while publisher.progress < share and not publisher.done.is_set():
                 time.sleep(0.05)
@@ -508,6 +583,10 @@ def main():
         daemon.signal(signal.SIGTERM)
         stop_status = daemon.process.wait(timeout=30)
         daemon.sampling = False
+        expected_money = next((json.loads(line)["money"] for line in replay
+                               if line.startswith("{") and json.loads(line).get("widget") == "power" and "money" in json.loads(line)), {})
+        with open(STATE) as saved:
+            saved_money = json.load(saved).get("money", {}).get("power", {})
 
         # MARK: summary
         print()
@@ -540,11 +619,21 @@ def main():
         for difference in differences:
             print(f"             {difference}")
             failures.append(f"document: {difference}")
+        got, want = saved_money.get("import_cost"), expected_money.get("import_cost")
+        money_ok = isinstance(got, (int, float)) and isinstance(want, (int, float)) and abs(got - want) <= MONEY_TOLERANCE
+        print(f"  money:     import cost {got} in the state after {KILLS} kills, the replay {want}: "
+              + (f"equal to half a cent" if money_ok else "DIFFERS")
+              + f"; unpriced {saved_money.get('unpriced_kwh', {})} kWh, the replay {expected_money.get('unpriced_kwh', {})}")
+        if not money_ok:
+            failures.append(f"money: import cost {got} in the state, the fault-free replay {want}")
+        if not want:
+            failures.append("money: the replay priced no import")
         totals = {f"{slot}": node.get("total") for slot, node in expected["flow"].items() if isinstance(node, dict) and "total" in node}
         totals.update({f"inputs[{i}]": node.get("total") for i, node in enumerate(expected["flow"].get("inputs", []))})
         print(f"             replay totals: " + ", ".join(f"{k} {v} kWh" for k, v in sorted(totals.items())))
 
-        for generation in (1, 2):
+        last = daemon.generation
+        for generation in (1, last):
             samples = [rss for at, rss, g in daemon.samples if g == generation]
             start_times = [at for at, rss, g in daemon.samples if g == generation]
             if len(samples) < 3:
@@ -555,7 +644,7 @@ def main():
             start = next((rss for at, rss in zip(start_times, samples) if at >= begin), samples[0])
             end, peak = samples[-1], max(samples)
             growth = end - start
-            bounded = generation == 2
+            bounded = generation == last
             verdict = ""
             if bounded:
                 verdict = f"(bound {RSS_GROWTH_KB} kB) " + ("ok" if growth <= RSS_GROWTH_KB else "EXCEEDED")
@@ -565,27 +654,45 @@ def main():
                   f"peak {peak} kB, {len(samples)} s sampled; growth {growth:+d} kB {verdict}".rstrip())
         # From 10 s into its life, as its memory: the save at its start (the restart's first
         # readings) is the restart's, not the day's.
-        second_life = [at for at, written, g in daemon.writes if g == 2]
-        writes = [(at, written) for at, written, g in daemon.writes if g == 2 and at >= second_life[0] + 10] if second_life else []
+        second_life = [at for at, written, g in daemon.writes if g == last]
+        writes = [(at, written) for at, written, g in daemon.writes if g == last and at >= second_life[0] + 10] if second_life else []
         if len(writes) < 2 or writes[-1][0] - writes[0][0] < 60:
-            failures.append("writes: too few /proc/PID/io samples of process 2")
+            failures.append(f"writes: too few /proc/PID/io samples of process {last}")
         else:
             seconds, written = writes[-1][0] - writes[0][0], writes[-1][1] - writes[0][1]
-            per_day_mb = written / seconds * 86400 / 1e6
+            syncs = daemon.syncs(writes[0][0], writes[-1][0]) if daemon.syncs_path else None
+            # One fdatasync a save (the spare's): what a save wrote, whatever the window caught.
+            per_save = written // syncs["fdatasync"] if syncs and syncs["fdatasync"] else None
+            # A price change is saved at once (at the next tick), and once more when the counter's
+            # rise passed it: at SPEED, SPEED times as often as at home. The state's saves (each
+            # ends with the folder's fsync) within 2.5 s after a change are counted at a home's
+            # pace (24 / SOAK_PRICE_HOURS changes a day), the rest as they came.
+            changes = [at for at in publisher.price_changes if writes[0][0] <= at <= writes[-1][0]]
+            saves = [at for at, call in daemon.sync_calls(writes[0][0], writes[-1][0]) if call == "fsync"] if syncs else []
+            # A save at once restarts the minute's wait, so the price saves stand in for the
+            # minute's saves of the home's integrated consumption: at home those come once a minute
+            # at least.
+            price_saves = sum(1 for at in saves if any(0 <= at - change <= 2.5 for change in changes))
+            if per_save:
+                other_saves_a_day = max((len(saves) - price_saves) / seconds, 1 / 60) * 86400
+                price_saves_a_day = 24 / PRICE_HOURS * price_saves / len(changes) if changes else 0
+                per_day_mb = per_save * (other_saves_a_day + price_saves_a_day) / 1e6
+            else:
+                per_day_mb = written / seconds * 86400 / 1e6
             verdict = "ok" if per_day_mb <= WRITES_MB_PER_DAY else "EXCEEDED"
-            print(f"  writes 2:  {written} bytes of block writes in {seconds:.0f} s: {per_day_mb:.1f} MB a day "
+            paced = (f", the {price_saves} saves of its {len(changes)} price changes at a home's pace" if per_save
+                     else " (price changes as they came: strace is not installed to tell a save's size)")
+            print(f"  writes {last}:  {written} bytes of block writes in {seconds:.0f} s: {per_day_mb:.1f} MB a day{paced} "
                   f"(bound {WRITES_MB_PER_DAY:g} MB) {verdict}")
             if per_day_mb > WRITES_MB_PER_DAY:
                 failures.append(f"writes: {per_day_mb:.1f} MB a day (bound {WRITES_MB_PER_DAY:g} MB)")
-            if daemon.syncs_path:
-                syncs = daemon.syncs(writes[0][0], writes[-1][0])
-                # One fdatasync a save (the spare's): what a save wrote, whatever the window caught.
-                each = f", {written // syncs['fdatasync']} bytes of writes a save" if syncs["fdatasync"] else ""
-                print(f"  syncs 2:   {syncs['fsync']} fsync, {syncs['fdatasync']} fdatasync in {seconds:.0f} s: "
+            if syncs:
+                each = f", {per_save} bytes of writes a save" if per_save else ""
+                print(f"  syncs {last}:   {syncs['fsync']} fsync, {syncs['fdatasync']} fdatasync in {seconds:.0f} s: "
                       f"{sum(syncs.values()) / seconds * 86400:.0f} a day{each} (saves due at once come {SPEED:g} times as "
                       "often as at home)")
             else:
-                print("  syncs 2:   not counted (strace is not installed)")
+                print(f"  syncs {last}:   not counted (strace is not installed)")
         print()
         if failures:
             print("soak: FAILED")

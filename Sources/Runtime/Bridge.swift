@@ -139,8 +139,9 @@ final class Bridge: Sendable {
     /// Swaps in a new engine (a reloaded config), carrying the day over through a snapshot, in the
     /// running zone. `config` becomes the running one. Returns what the restore left out or started
     /// afresh: a total the new config cannot believe (a lowered `max_power`) starts at 0, and the
-    /// log must say so rather than the day silently restarting.
-    func replaceEngine(config: DaemonConfig) throws(StateError) -> [Diagnostic] {
+    /// log must say so rather than the day silently restarting. `now` is the reload's instant: what
+    /// flowed before it is priced by the tariff in force then.
+    func replaceEngine(config: DaemonConfig, at now: Date) throws(StateError) -> [Diagnostic] {
         try state.withLock { state throws(StateError) in
             // What waits for the batch's end goes out first: the new engine has no clock of its
             // own until its first event, and its policies take over what this one delivered.
@@ -148,6 +149,7 @@ final class Bridge: Sendable {
             var engine = FlowEngine(config: config.flow, zone: state.zone)
             let leftOut = try engine.restore(state.engine.snapshot())
             engine.adoptDeliveries(from: state.engine)
+            engine.adoptPrices(from: state.engine, at: now)
             state.engine = engine
             state.config = config
             state.saves.noteReload()

@@ -1,6 +1,7 @@
 import Configuration
 import Delivery
 import Platform
+import FoundationEssentials
 
 /// SIGHUP: a new config takes over the engine (the day carries over), the topics and the Victron
 /// keepalives, and the sinks learn its widgets; a broken one changes nothing. The broker
@@ -34,7 +35,7 @@ struct ConfigReload: Sendable {
         fresh.pushes = running.pushes
         fresh.output = running.output
         do {
-            for diagnostic in try bridge.replaceEngine(config: fresh) { log.log(diagnostic.level, "reload: \(diagnostic.message)") }
+            for diagnostic in try bridge.replaceEngine(config: fresh, at: bridge.time.now()) { log.log(diagnostic.level, "reload: \(diagnostic.message)") }
         } catch {
             log.log(.error, "reload: cannot carry the day over (\(error)); the running config stays")
             return

@@ -44,6 +44,19 @@ struct SavePolicy: Sendable {
         /// the battery's charge and discharge), and those lose energy like an integrated total.
         var accountBaselines: [String: JSONValue] = [:]
         var integratedAccountKWh: [String: Double] = [:]
+        /// Per price source's timeline (`imported`, `exported`): the prices the stretches still to
+        /// be priced reach, each `[from, price]`. A new price, and an old one no stretch reaches
+        /// any more, are saved at once: after a restart the pending stretch (a counter's rise read
+        /// after it) is priced from the state, and a price missing there prices it wrong.
+        var prices: [String: JSONValue] = [:]
+        /// Per timeline: until when its latest price holds (its last confirmation and the source's
+        /// `stale_after`).
+        var priceHolds: [String: PriceHold] = [:]
+
+        struct PriceHold: Equatable, Sendable {
+            var until: Double
+            var seconds: Double
+        }
 
         /// The counter fields that cannot be rebuilt: `last` and `counter_t` are the latest reading,
         /// and `kwh` follows from them; the baseline, the carried energy and a pending or assumed
@@ -55,6 +68,14 @@ struct SavePolicy: Sendable {
             day = snapshot["day"]?.stringValue
             (baselines, integratedKWh) = Self.energies(snapshot["totals"])
             (accountBaselines, integratedAccountKWh) = Self.energies(snapshot["accounts"])
+            for (side, timeline) in snapshot["prices"]?.objectValue ?? [:] {
+                // Each point is `[from, heard, price]`: the confirmations (`heard`) are not news.
+                let points = (timeline["points"]?.arrayValue ?? []).compactMap { $0.arrayValue }.filter { $0.count == 3 }
+                prices[side] = .array(points.map { .array([$0[0], $0[2]]) })
+                if let heard = points.last?[1].numberValue, let hold = timeline["hold"]?.numberValue {
+                    priceHolds[side] = PriceHold(until: heard + hold, seconds: hold)
+                }
+            }
         }
 
         /// A snapshot's `totals` or `accounts`: the counters' baselines, and the integrated energies.
@@ -73,9 +94,21 @@ struct SavePolicy: Sendable {
             return (baselines, integratedKWh)
         }
 
-        /// Whether the day or a baseline differs: a save due at once.
+        /// Whether the day, a baseline or the prices differ: a save due at once.
         func moved(from saved: Anchors?) -> Bool {
-            day != saved?.day || baselines != saved?.baselines || accountBaselines != saved?.accountBaselines
+            day != saved?.day || baselines != saved?.baselines || accountBaselines != saved?.accountBaselines || prices != saved?.prices
+        }
+
+        /// Whether a price source confirmed its price (the feed repeating it) while the saved
+        /// confirmation runs out soon: within half the source's `stale_after`, or within the ten
+        /// minutes any change may wait. A restart then still finds the price the feed kept in
+        /// force, until the feed's next word (a feed that repeats its price at least twice per
+        /// `stale_after` never leaves a restart without it), at a save per half `stale_after`.
+        func priceHoldRunsOut(from saved: Anchors?, at now: Date) -> Bool {
+            priceHolds.contains { side, hold in
+                guard let savedHold = saved?.priceHolds[side], hold.until > savedHold.until else { return false }
+                return savedHold.until - now.timeIntervalSince1970 <= min(SavePolicy.maxUnsavedRestSeconds, hold.seconds / 2)
+            }
         }
 
         /// Whether an integrated energy differs: a save due within a minute.
@@ -124,7 +157,7 @@ struct SavePolicy: Sendable {
         let current = anchors()
         let wait = current.integrated(from: savedAnchors) ? Self.maxUnsavedSeconds : Self.maxUnsavedRestSeconds
         let due =
-            urgent || current.moved(from: savedAnchors)
+            urgent || current.moved(from: savedAnchors) || current.priceHoldRunsOut(from: savedAnchors, at: now)
             || savedAt.map { now.timeIntervalSince($0) > wait - tickSeconds / 2 || now < $0 } ?? true
         guard due else { return false }
         saved(current, at: now)

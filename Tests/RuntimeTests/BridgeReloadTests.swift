@@ -58,7 +58,7 @@ import Testing
         }
         func solarKWh() -> Double? { bridge.state.withLock { $0.engine.snapshot()["totals"]?["w/inputs[0]"]?["kwh"]?.numberValue } }
         #expect(abs((solarKWh() ?? 0) - 2) < 1e-9)
-        let said = try bridge.replaceEngine(config: Self.config(sources: test.sources, total: test.total))
+        let said = try bridge.replaceEngine(config: Self.config(sources: test.sources, total: test.total), at: start.addingTimeInterval(3630))
         #expect(said.map(\.message) == test.said)
         #expect(abs((solarKWh() ?? 0) - test.solarKWh) < 1e-9)
     }
@@ -81,7 +81,7 @@ import Testing
             return inputs.first?["rate"]?.numberValue
         }
         #expect(shownW() == 2000)
-        _ = try bridge.replaceEngine(config: config)
+        _ = try bridge.replaceEngine(config: config, at: start.addingTimeInterval(0.02))
         #expect(shownW() == 2500)
     }
 }

@@ -54,6 +54,16 @@ struct TariffRestartTests {
         }
     }
 
+    /// The money of widget `power` the state at `state` holds after the fault, and what a replay
+    /// of the same messages at the times they were sent makes of them without the fault.
+    static func moneyAgainstReplay(state: String, log: Published) throws -> (saved: JSONValue, faultFree: MoneyReport) {
+        let saved = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
+        let money = try #require(saved["money"]?["power"], "\(saved)")
+        let trace = log.messages.map { TraceMessage(at: $0.0, topic: $0.1, payload: Array($0.2.utf8)).line }
+        let run = try replayWithLog(config: config(port: nil, state: state), trace: trace, final: false)
+        return (money, try #require(run.engine.money(ofWidget: "power")))
+    }
+
     @Test func killMinusNineKeepsTheMoneyWithinACentOfTheFaultFreeReplay() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
@@ -79,13 +89,7 @@ struct TariffRestartTests {
         #expect(await second.waitFor(#""total":5.5"#), "\(second.text)")
         await second.stop()
 
-        let saved = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
-        let money = try #require(saved["money"]?["power"], "\(saved)")
-
-        // The same messages at the times they were sent, replayed without the fault.
-        let trace = log.messages.map { TraceMessage(at: $0.0, topic: $0.1, payload: Array($0.2.utf8)).line }
-        let run = try replayWithLog(config: Self.config(port: nil, state: state), trace: trace, final: false)
-        let faultFree = try #require(run.engine.money(ofWidget: "power"))
+        let (money, faultFree) = try Self.moneyAgainstReplay(state: state, log: log)
         // Import: 5.5 kWh, 3 of them (0…6 s) at 0.35, 1.5 at 0.35 before the new price, 1 after it
         // at 0.55: about 2.125. Consumption: 3.6 kW for about 11 s ≈ 0.011 kWh.
         #expect(faultFree.importCost > 2, "\(faultFree.text)")

@@ -31,10 +31,12 @@ public struct EnergySpan: Sendable, Equatable {
     }
 
     /// The part of the energy that flowed in `from..<to` (within the span): the shares of
-    /// stretches that cover the span add up to `energyKWh`.
+    /// stretches that cover the span add up to `energyKWh`. A span of no time (a counter's rise
+    /// between two readings with one timestamp) is all in the stretch that holds its instant, the
+    /// stretch of no time at that instant included: its energy is priced like any other.
     public func energyKWh(from: Date, to: Date) -> Double {
         let seconds = end.timeIntervalSince(start)
-        guard seconds > 0 else { return from <= start && start < max(to, from.addingTimeInterval(1e-9)) ? energyKWh : 0 }
+        guard seconds > 0 else { return from <= start && (start < to || from == to) ? energyKWh : 0 }
         let a = max(from, start).timeIntervalSince(start)
         let b = min(to, end).timeIntervalSince(start)
         guard b > a else { return 0 }

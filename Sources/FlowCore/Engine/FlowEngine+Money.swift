@@ -53,10 +53,10 @@ extension FlowEngine {
     /// What `span` costs at the import (or export) prices in force while it flowed, and the part of
     /// it that flowed without a price (kWh); nil without such a price in the tariff.
     func priced(_ span: EnergySpan, byExportPrice: Bool) -> (amount: Double, unpricedKWh: Double)? {
-        guard let prices = pricing.prices(byExportPrice: byExportPrice) else { return nil }
+        guard pricing.prices(byExportPrice: byExportPrice) != nil else { return nil }
         var amount = 0.0
         var unpriced = 0.0
-        prices.forEachStretch(from: span.start, to: span.end, zone: zone) { from, to, price in
+        pricing.forEachStretch(byExportPrice: byExportPrice, from: span.start, to: span.end, zone: zone) { from, to, price in
             let energy = span.energyKWh(from: from, to: to)
             if let price { amount += energy * price } else { unpriced += energy }
         }
@@ -82,22 +82,27 @@ extension FlowEngine {
         )))
     }
 
-    /// A price source's accepted readings set its direction's price from `now`. Prices older than
-    /// any stretch still to be priced are forgotten.
+    /// A price source's accepted readings set its direction's price from `now`.
     mutating func takePrices(from accepted: [Int], at now: Date) {
         guard pricing.importPriceSource != nil || pricing.exportPriceSource != nil else { return }
         for source in accepted where source == pricing.importPriceSource || source == pricing.exportPriceSource {
             guard let price = bank.sources[source].reading?.value else { continue }
-            let horizon = pendingSince ?? now
-            if source == pricing.importPriceSource {
-                pricing.importPrices?.take(price, at: now)
-                pricing.importPrices?.forget(before: horizon)
-            }
-            if source == pricing.exportPriceSource {
-                pricing.exportPrices?.take(price, at: now)
-                pricing.exportPrices?.forget(before: horizon)
-            }
+            if source == pricing.importPriceSource { pricing.importPrices?.take(price, at: now) }
+            if source == pricing.exportPriceSource { pricing.exportPrices?.take(price, at: now) }
         }
+    }
+
+    /// Forgets the prices older than any stretch still to be priced, once the accounts took a
+    /// message at `now`. The state then holds the prices the pending stretches need and no more:
+    /// when the last stretch that reached back past a price change is priced, the older price goes,
+    /// and the state is saved (see `SavePolicy`) with the accounts already past the change, so a
+    /// restart prices what comes after it as the run without the restart does. Only a timeline
+    /// holding an older price asks where the pending stretches begin.
+    mutating func forgetPassedPrices(at now: Date) {
+        guard (pricing.importPrices?.points.count ?? 0) > 1 || (pricing.exportPrices?.points.count ?? 0) > 1 else { return }
+        let horizon = pendingSince ?? now
+        pricing.importPrices?.forget(before: horizon)
+        pricing.exportPrices?.forget(before: horizon)
     }
 
     /// The earliest instant a stretch still to be priced can start at: a priced account's last

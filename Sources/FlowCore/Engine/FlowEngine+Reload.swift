@@ -30,6 +30,16 @@ extension FlowEngine {
         }
     }
 
+    /// Keeps the prices of `old`'s tariff (the engine of a config being reloaded at `now`) for
+    /// what flowed before the reload: a stretch still to be priced that began before it (a
+    /// counter's rise, read after the reload) is priced by the tariff in force while it flowed,
+    /// the new tariff only from `now`. Call it once the day is restored from `old`'s snapshot.
+    public mutating func adoptPrices(from old: FlowEngine, at now: Date) {
+        guard let tariff = config.tariff, let since = pendingSince, since < now else { return }
+        let sameCurrency = old.config.tariff.map { $0.currency == tariff.currency } ?? true
+        pricing.past = old.pricing.past(from: since, until: now, zone: old.zone, sameCurrency: sameCurrency)
+    }
+
     /// The policy of the widget of this name, flow or progress.
     func policy(ofWidget name: String) -> PatchPolicy? {
         widgets.first { $0.config.name == name }?.policy ?? gauges.first { $0.config.name == name }?.policy

@@ -35,6 +35,7 @@ extension FlowEngine {
                     account(source, in: position, at: now, integrating: kind == .live, into: &out)
                 }
             }
+            forgetPassedPrices(at: now)
         }
         // A late reading shows as of the latest event: no push is stamped back in time.
         let shownAt = kind == .late ? clock ?? now : now

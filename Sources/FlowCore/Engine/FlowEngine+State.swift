@@ -37,9 +37,11 @@ extension FlowEngine {
             state["money"] = .object(money)
             var prices: [String: JSONValue] = [:]
             for (account, timeline) in [(EnergyAccount.imported, pricing.importPrices), (.exported, pricing.exportPrices)] {
-                if let timeline, let json = timeline.json { prices[account.rawValue] = json }
+                if let timeline, let json = timeline.json(currency: tariff.currency) { prices[account.rawValue] = json }
             }
             if !prices.isEmpty { state["prices"] = .object(prices) }
+            // A reload's replaced prices, while a stretch still to be priced reaches back before it.
+            if let past = pricing.past, let since = pendingSince, since < past.until { state["past_prices"] = past.json(currency: tariff.currency) }
             // The day's line about unpriced energy is said once a day, restarts included.
             if !pricing.unpricedSaid.isEmpty { state["unpriced_said"] = .array(pricing.unpricedSaid.sorted().map { .string($0.rawValue) }) }
         }
@@ -211,7 +213,7 @@ extension FlowEngine {
                 case .damaged: skip("the money of '\(name)'")
                 }
             }
-            restoredPricing.restore(from: state, times: times, skip: skip)
+            skipped += restoredPricing.restore(from: state, currency: tariff.currency, times: times, skip: skip)
         }
         bank = restoredBank
         widgets = restoredWidgets
@@ -349,17 +351,23 @@ extension DayMoney {
 }
 
 extension PriceTimeline {
-    /// A price source's prices as `{"source": name, "points": [[from, heard, price], …]}`; nil
-    /// for a price that needs none.
-    var json: JSONValue? {
+    /// A price source's prices as `{"source": name, "currency": code, "hold": seconds, "points":
+    /// [[from, heard, price], …]}`; nil for a price that needs none. The currency tells a restart
+    /// whether the prices still mean anything; the hold (the source's `stale_after`) tells the
+    /// daemon how long the saved prices hold without the feed's latest word (see `SavePolicy`).
+    func json(currency: Currency) -> JSONValue? {
         guard let source = config.base.sourceName, !points.isEmpty else { return nil }
         let list = points.map { JSONValue.array([.number($0.from.timeIntervalSince1970), .number($0.heard.timeIntervalSince1970), .number($0.basePerKWh)]) }
-        return .object(["source": .string(source), "points": .array(list)])
+        var members: [String: JSONValue] = ["source": .string(source), "currency": .string(currency.code), "points": .array(list)]
+        if let holdSeconds { members["hold"] = .number(holdSeconds) }
+        return .object(members)
     }
 
     /// This timeline with the saved prices of the same source, when every one is plausible.
-    func restored(from json: JSONValue?, times: ClosedRange<Double>, skip: (String) -> Void) -> PriceTimeline {
-        guard let json, let source = config.base.sourceName, json["source"]?.stringValue == source else { return self }
+    /// `savedCurrency` is the currency they were saved in: prices of another currency are no
+    /// prices in this one (SEK energy is unpriced until a SEK price comes, never at a euro price).
+    func restored(from json: JSONValue?, savedCurrency: String?, currency: Currency, times: ClosedRange<Double>, skip: (String) -> Void) -> PriceTimeline {
+        guard let json, let source = config.base.sourceName, json["source"]?.stringValue == source, savedCurrency == currency.code else { return self }
         var restored = self
         for item in json["points"]?.arrayValue ?? [] {
             guard let entry = item.arrayValue, entry.count == 3, let from = entry[0].numberValue, let heard = entry[1].numberValue,

@@ -12,6 +12,8 @@ public struct DayPricing: Sendable {
     let exportPriceSource: Int?
     /// Which timelines' unpriced energy the log heard of today: once a day each.
     var unpricedSaid: Set<EnergyAccount> = []
+    /// The prices of the tariff a reload replaced, for what flowed before the reload.
+    var past: PastPrices?
 
     public init(config: FlowConfig) {
         func timeline(_ price: PriceConfig?) -> (PriceTimeline?, Int?) {
@@ -26,18 +28,75 @@ public struct DayPricing: Sendable {
     /// The prices of one side: the export price for exported energy, else the import price.
     func prices(byExportPrice: Bool) -> PriceTimeline? { byExportPrice ? exportPrices : importPrices }
 
+    /// Calls `body` for each stretch of `start..<end` with one billed price (nil: unknown), in
+    /// order: before a reload at the prices it replaced, after it at the side's timeline. Nothing
+    /// for a side without a price (exported energy without an export price earns nothing).
+    func forEachStretch(byExportPrice: Bool, from start: Date, to end: Date, zone: any LocalTimeZone, _ body: (Date, Date, Double?) -> Void) {
+        guard let prices = prices(byExportPrice: byExportPrice) else { return }
+        var at = start
+        if let past, at < past.until {
+            let side: EnergyAccount = byExportPrice ? .exported : .imported
+            let pastEnd = min(end, past.until)
+            repeat {
+                let (price, stretchEnd) = past.stretch(of: side, at: at)
+                var next = min(stretchEnd, pastEnd)
+                if next <= at, at < pastEnd { next = pastEnd }  // never a stretch of no time inside the span
+                body(at, next, price)
+                at = next
+            } while at < pastEnd
+            guard end > past.until else { return }
+        }
+        prices.forEachStretch(from: at, to: end, zone: zone, body)
+    }
+
+    /// The prices in force from `since` to a reload at `until`, as the stretches that keep them
+    /// once this pricing is replaced; `sameCurrency` false when the new tariff counts in another
+    /// currency (these prices then say nothing: the energy is unpriced). A side without a price
+    /// earned nothing then: 0.
+    func past(from since: Date, until: Date, zone: any LocalTimeZone, sameCurrency: Bool) -> PastPrices {
+        var stretches: [EnergyAccount: [PastPrices.Stretch]] = [:]
+        for side in [EnergyAccount.imported, .exported] {
+            let byExportPrice = side == .exported
+            guard prices(byExportPrice: byExportPrice) != nil else {
+                stretches[side] = [PastPrices.Stretch(from: since, pricePerKWh: 0)]
+                continue
+            }
+            var list: [PastPrices.Stretch] = []
+            forEachStretch(byExportPrice: byExportPrice, from: since, to: until, zone: zone) { from, _, price in
+                list.append(PastPrices.Stretch(from: from, pricePerKWh: sameCurrency ? price : nil))
+            }
+            stretches[side] = list
+        }
+        return PastPrices(until: until, stretches: stretches)
+    }
+
     /// The wall clock stepped by `seconds` without that time passing.
     mutating func shift(by seconds: Double) {
         importPrices?.shift(by: seconds)
         exportPrices?.shift(by: seconds)
+        past?.shift(by: seconds)
     }
 
-    /// Takes back the saved prices of the day and which unpriced energy the log spoke of.
-    mutating func restore(from state: JSONValue, times: ClosedRange<Double>, skip: (String) -> Void) {
+    /// Takes back the saved prices of the day and which unpriced energy the log spoke of. Prices
+    /// saved in another currency than `currency` are left out, as the money is; the returned
+    /// diagnostics say so.
+    mutating func restore(from state: JSONValue, currency: Currency, times: ClosedRange<Double>, skip: (String) -> Void) -> [Diagnostic] {
         unpricedSaid = Set((state["unpriced_said"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(EnergyAccount.init(rawValue:)) })
-        let savedPrices = state["prices"]
-        importPrices = importPrices.map { $0.restored(from: savedPrices?[EnergyAccount.imported.rawValue], times: times, skip: skip) }
-        exportPrices = exportPrices.map { $0.restored(from: savedPrices?[EnergyAccount.exported.rawValue], times: times, skip: skip) }
+        var said: [Diagnostic] = []
+        // A state of an older release names no currency with its prices: the money's is theirs.
+        let moneyCurrency = state["money"]?.objectValue?.values.lazy.compactMap { $0["currency"]?.stringValue }.first
+        func restored(_ timeline: PriceTimeline?, _ account: EnergyAccount) -> PriceTimeline? {
+            guard let timeline, let saved = state["prices"]?[account.rawValue] else { return timeline }
+            let savedCurrency = saved["currency"]?.stringValue ?? moneyCurrency
+            if let savedCurrency, savedCurrency != currency.code, let source = timeline.config.base.sourceName {
+                said.append(Diagnostic(.info, "state: the \(account) prices of '\(source)' were in \(savedCurrency); in \(currency) they are left out until a price comes"))
+            }
+            return timeline.restored(from: saved, savedCurrency: savedCurrency, currency: currency, times: times, skip: skip)
+        }
+        importPrices = restored(importPrices, .imported)
+        exportPrices = restored(exportPrices, .exported)
+        past = PastPrices.restored(from: state["past_prices"], currency: currency, times: times)
+        return said
     }
 
     /// The import and export price at `instant` and when each next changes to another price (a
