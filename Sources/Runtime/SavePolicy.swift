@@ -83,7 +83,8 @@ struct SavePolicy: Sendable {
             var baselines: [String: JSONValue] = [:]
             var integratedKWh: [String: Double] = [:]
             for (name, total) in section?.objectValue ?? [:] {
-                guard let members = total.objectValue else { continue }
+                // A derived home's day (`balance`) follows the others' and is rebuilt with them.
+                guard let members = total.objectValue, members["balance"] == nil else { continue }
                 let kept = members.filter { Self.baselineKeys.contains($0.key) }
                 if !kept.isEmpty {
                     baselines[name] = .object(kept)

@@ -11,7 +11,14 @@ extension Bridge {
     /// the pictures and texts are drawn from it afterwards, on the window's thread.
     func windowSnapshot(at now: Date, status: ServiceStatus) -> WindowSnapshot {
         let taken = state.withLock { state in
-            (engine: state.engine, lifetime: state.lifetime, histories: state.histories, zone: state.zone, refusals: state.lastRefusals)
+            var counters: [String: [EnergyAccount: Double]] = [:]
+            for config in state.engine.config.widgets {
+                counters[config.name] = state.lifetime.counterKWh(of: config.name, today: state.engine.accountTotals(ofWidget: config.name) ?? [:])
+            }
+            return (
+                engine: state.engine, lifetime: state.lifetime, counters: counters, histories: state.histories, zone: state.zone,
+                refusals: state.lastRefusals
+            )
         }
         let engine = taken.engine
         let documents = engine.currentDocuments(at: now)
@@ -20,7 +27,7 @@ extension Bridge {
             var widget = WindowSnapshot.Widget(name: config.name, document: documents[config.name])
             let today = engine.accountTotals(ofWidget: config.name) ?? [:]
             widget.todayKWh = today
-            widget.lifetimeKWh = taken.lifetime.totalKWh(of: config.name, today: today)
+            widget.lifetimeKWh = taken.counters[config.name] ?? [:]
             widget.money = engine.money(ofWidget: config.name)
             widget.lifetimeMoney = taken.lifetime.money(of: config.name, today: widget.money)
             widget.chart = taken.histories[config.name]?.charts(title: config.shared.label ?? config.name, through: now).last

@@ -247,6 +247,9 @@ struct PriceKillTests {
         let (money, faultFree) = try TariffRestartTests.moneyAgainstReplay(state: state, log: log)
         // Import: 4.5 kWh, about 2 at 0.35 and 2.5 at 0.55.
         #expect(faultFree.importCost > 2, "\(faultFree.text)")
-        #expect(abs((money["import_cost"]?.numberValue ?? .nan) - faultFree.importCost) < 0.005, "\(money) vs \(faultFree.text)")
+        // Within a cent: a message published by a process of its own reaches the daemon tens of
+        // milliseconds after the instant the replay takes for it on a busy machine, and each
+        // 10 ms moves a kWh's worth of the rise across the new price by a tenth of a cent.
+        #expect(abs((money["import_cost"]?.numberValue ?? .nan) - faultFree.importCost) < 0.01, "\(money) vs \(faultFree.text)")
     }
 }

@@ -83,5 +83,10 @@ import Testing
         day.accountsKWh["w"]?[.imported] = 3
         #expect(lifetime.add(day) && !lifetime.add(day))
         #expect(lifetime.totalKWh(of: "w", today: [:]) == [.imported: 3])
+        // As a counter it never falls: a derived home's day fallen back by a moment's export holds
+        // at what was served until it is above it again.
+        #expect(lifetime.counterKWh(of: "w", today: [.consumption: 1.5]) == [.imported: 3, .consumption: 1.5])
+        #expect(lifetime.counterKWh(of: "w", today: [.consumption: 1.4]) == [.imported: 3, .consumption: 1.5])
+        #expect(lifetime.counterKWh(of: "w", today: [.consumption: 1.6]) == [.imported: 3, .consumption: 1.6])
     }
 }

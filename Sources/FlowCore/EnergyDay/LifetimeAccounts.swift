@@ -72,6 +72,23 @@ public struct LifetimeAccounts: Sendable, Equatable {
         return true
     }
 
+    /// The highest lifetime energy served as a counter, by widget and account. Not saved.
+    private var servedKWh: [String: [EnergyAccount: Double]] = [:]
+
+    /// The lifetime energy of widget `widget`'s accounts as counters (`/metrics`, which a scraper
+    /// takes any fall of for a reset): `totalKWh`, never below what was served before. A derived
+    /// home's day falls back by a meter's export or charge counted after the others of its moment,
+    /// and the counter holds until the day is back above it.
+    public mutating func counterKWh(of widget: String, today: [EnergyAccount: Double]) -> [EnergyAccount: Double] {
+        var total = totalKWh(of: widget, today: today)
+        for (account, energy) in total {
+            let served = max(energy, servedKWh[widget]?[account] ?? 0)
+            total[account] = served
+            servedKWh[widget, default: [:]][account] = served
+        }
+        return total
+    }
+
     /// The lifetime energy of widget `widget`'s accounts: the closed days' and `today`'s (kWh).
     public func totalKWh(of widget: String, today: [EnergyAccount: Double]) -> [EnergyAccount: Double] {
         var total = closedKWh[widget] ?? [:]

@@ -21,11 +21,18 @@ extension FlowEngine {
         // back); `accounts` has every direction of every node.
         var totals: [String: JSONValue] = [:]
         var accounts: [String: JSONValue] = [:]
+        // A derived home's day is marked `balance`: it is the balance of the others, which a
+        // restart rebuilds as it rebuilds theirs, so it needs no save of its own (`SavePolicy`).
+        func saved(_ total: EnergyTotal, of node: NodeState) -> JSONValue {
+            guard node.isBalance, case .object(var members) = total.json else { return total.json }
+            members["balance"] = true
+            return .object(members)
+        }
         for widget in widgets {
             for node in widget.nodes {
-                if let total = node.total { totals["\(widget.config.name)/\(node.place)"] = total.json }
+                if let total = node.total { totals["\(widget.config.name)/\(node.place)"] = saved(total, of: node) }
                 for (kind, total) in zip(node.setup.accountKinds, node.accounts) {
-                    accounts["\(widget.config.name)/\(node.place)/\(kind)"] = total.json
+                    accounts["\(widget.config.name)/\(node.place)/\(kind)"] = saved(total, of: node)
                 }
             }
         }
