@@ -249,7 +249,7 @@ struct PriceKillTests {
         #expect(faultFree.importCost > 2, "\(faultFree.text)")
         // Within a cent: a message published by a process of its own reaches the daemon tens of
         // milliseconds after the instant the replay takes for it on a busy machine, and each
-        // 10 ms moves a kWh's worth of the rise across the new price by a tenth of a cent.
+        // 10 ms moves 5 Wh of the rise (0.5 kWh a second) across the change of €0.20: a tenth of a cent.
         #expect(abs((money["import_cost"]?.numberValue ?? .nan) - faultFree.importCost) < 0.01, "\(money) vs \(faultFree.text)")
     }
 }
