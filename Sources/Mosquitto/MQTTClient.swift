@@ -716,12 +716,14 @@ final class Connection: @unchecked Sendable {
         if let filters { reportSubscriptions(filters, granted: granted) }
     }
 
-    /// Says each filter the broker refused (a SUBACK code of 0x80 or more: most often its ACL).
+    /// Says each filter the broker refused (a SUBACK code of 0x80 or more: most often its ACL),
+    /// then which it took.
     private func reportSubscriptions(_ filters: [String], granted: [Int32]) {
         let v5 = state.withLock { $0.speaksV5 }
         for (filter, code) in zip(filters, granted) where code >= firstFailureCode {
             emit(.subscriptionRefused(filter: filter, reason: Self.refusal(code, v5: v5)))
         }
+        emit(.subscribed(taken: zip(filters, granted).filter { $0.1 < firstFailureCode }.map(\.0)))
     }
 
     private func didLogError(_ text: String) {

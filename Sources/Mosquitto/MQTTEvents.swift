@@ -35,6 +35,9 @@ public enum MQTTEvent: Sendable, Equatable {
     /// (one push for a backlog read in one go, not one per reading) does it now. Never twice in a
     /// row, and also at a disconnect that cut a run of messages short.
     case caughtUp
+    /// The broker answered a SUBSCRIBE: the messages of `taken` (the filters it did not refuse)
+    /// come from now on. A message published before this may not reach the client.
+    case subscribed(taken: [String])
     /// The broker refused to subscribe `filter` (a SUBACK code of 0x80 or more: its ACL, most
     /// often): no message of it will come. Said again after every connect that is refused again.
     case subscriptionRefused(filter: String, reason: String)

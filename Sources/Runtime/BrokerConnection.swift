@@ -116,6 +116,8 @@ final class BrokerConnection: Service {
                 $0.broker = .waiting(cause: client.lastError?.cause ?? reason)
                 $0.connectedSince = nil
             }
+        case .subscribed(let taken):
+            log.log(.info, Self.subscribedText(taken))
         case .subscriptionRefused(let filter, let reason):
             log.log(.error, Self.refusalText(filter: filter, reason: reason))
             status.update { if !$0.refusedTopics.contains(filter) { $0.refusedTopics.append(filter) } }
@@ -124,6 +126,12 @@ final class BrokerConnection: Service {
         case .oversizedMessage(let topic, let bytes):
             messages.oversized(topic: topic, bytes: bytes, limit: client.options.maximumPayloadBytes ?? 0)
         }
+    }
+
+    /// What the log says when the broker answered a subscription: from here on its messages come
+    /// (what a test waits for before it publishes).
+    package static func subscribedText(_ taken: [String]) -> String {
+        "subscribed to \(taken.count) topic\(taken.count == 1 ? "" : "s")"
     }
 
     /// What the log says of a subscription the broker refused: what `check --listen` says too.

@@ -56,6 +56,8 @@ package struct TimedListen {
                     case .disconnected(let reason):
                         outcome.lastProblem = client.lastError?.cause ?? reason
                         log.log(.warning, "broker connection: \(reason); retrying")
+                    case .subscribed(let taken):
+                        log.log(.info, BrokerConnection.subscribedText(taken))
                     case .subscriptionRefused(let filter, let reason):
                         log.log(.error, BrokerConnection.refusalText(filter: filter, reason: reason))
                         if !outcome.refusedSubscriptions.contains(where: { $0.filter == filter }) {

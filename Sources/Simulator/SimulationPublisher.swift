@@ -77,7 +77,7 @@ public struct SimulationPublisher: Sendable {
             switch event {
             case .connected: log("broker: connected again")
             case .disconnected(let reason): log("broker: \(reason); reconnecting")
-            case .message, .caughtUp, .subscriptionRefused, .publishRefused, .oversizedMessage: break
+            case .message, .caughtUp, .subscribed, .subscriptionRefused, .publishRefused, .oversizedMessage: break
             }
         }
     }

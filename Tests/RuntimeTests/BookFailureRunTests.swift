@@ -80,7 +80,7 @@ struct BookFailureRunTests {
         }
         defer { if fault == .readOnlyFolder { _ = try? runProgram("/usr/bin/chattr", ["-i", bookFolder]) } }
         let daemon = try RunTests.Daemon(config: config, folder: folder)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         #expect(await daemon.waitFor("the closed slots wait in the state"), "\(daemon.text)")
         // Pushes go on: a reading of today moves the widget.
         try await broker.publish(topic: "grid/power", payload: "1234")

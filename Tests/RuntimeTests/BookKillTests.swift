@@ -55,7 +55,7 @@ struct BookKillTests {
         var moments: [Int] = []
         for round in 0..<4 {
             let daemon = try RunTests.Daemon(config: config, folder: folder, arguments: clock, name: "run\(round)")
-            #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+            #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
             // The fault: a power cut at a moment nobody chose, 1 to 6 s (simulated hours) in.
             let moment = Int.random(in: 1000...6000, using: &generator)
             moments.append(moment)

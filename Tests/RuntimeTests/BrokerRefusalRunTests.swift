@@ -53,7 +53,7 @@ struct BrokerRefusalRunTests {
             of: "solar: {topic: solar/ac/power, stale_after: 5m}", with: "solar: {topic: solar/ac/power, stale_after: 5m, regex: '([0-9.]+) W', max_payload: 2MiB}")
         let notify = try NotifySocket(in: folder)
         let daemon = try RunTests.Daemon(config: config, folder: folder, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"])
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         try await broker.publish(topic: "solar/ac/power", payload: Array(repeating: UInt8(ascii: "9"), count: 1 << 20))
         #expect(await daemon.waitFor("a payload of 1048576 bytes is longer than a regex source matches (1024 bytes); not read"), "\(daemon.text)")
         #expect(daemon.text.contains("solar"), "\(daemon.text)")
@@ -71,7 +71,7 @@ struct BrokerRefusalRunTests {
         let broker = try await MosquittoBroker()
         try await broker.publish(topic: "solar/ac/power", payload: Array(repeating: 0x31, count: 40_000_000), retain: true)
         let daemon = try RunTests.Daemon(broker: broker, extra: ", protocol: \"\(protocolVersion)\"")
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         if protocolVersion == "5" {
             #expect(await broker.waitForLog("Dropping too large outgoing PUBLISH"), "\(broker.log)")
         } else {

@@ -26,7 +26,7 @@ struct DamagedStateTests {
         let state = folder.url.appendingPathComponent("state.json").path
         try Data(content).write(to: URL(fileURLWithPath: state))
         let daemon = try RunTests.Daemon(config: Self.config(broker: broker, state: state), folder: folder)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         #expect(daemon.text.contains(log), "\(daemon.text)")
         try await broker.publish(topic: "solar/ac/power", payload: "3200")
         #expect(await daemon.waitFor(#""rate":3200"#), "\(daemon.text)")

@@ -89,7 +89,7 @@ struct MQTTOutputRunTests {
         let broker = try await MosquittoBroker()
         let live = try await broker.subscriber(topic: "flowbridge/#", count: 10_000, timeout: 30)
         let daemon = try Self.daemon(broker)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         #expect(daemon.text.contains("pushes go to stdout, mqtt (flowbridge/<widget>/content, Home Assistant discovery)"), "\(daemon.text)")
         try await Self.publishReadings(broker)
         #expect(await daemon.waitFor(#""rate":1000"#), "\(daemon.text)")
@@ -140,7 +140,7 @@ struct MQTTOutputRunTests {
     @Test func homeAssistantsOnlineMakesItAnnounceAgain() async throws {
         let broker = try await MosquittoBroker()
         let daemon = try Self.daemon(broker)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         #expect(Set(try await Self.discoveryConfigs(broker).keys) == Self.sensorTopics())
         let listener = try await broker.subscriber(topic: "homeassistant/sensor/#", count: 22, timeout: 10)
         try await broker.publish(topic: "homeassistant/status", payload: "online")
@@ -161,7 +161,7 @@ struct MQTTOutputRunTests {
     @Test func anOnlineFloodIsAtMostOneReannounceASecond() async throws {
         let broker = try await MosquittoBroker()
         let daemon = try Self.daemon(broker)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         #expect(Set(try await Self.discoveryConfigs(broker).keys) == Self.sensorTopics())
         let before = try #require(daemon.residentKilobytes)
         let listener = try await broker.subscriber(topic: "homeassistant/sensor/+/+/config", count: 10_000_000, timeout: 3600)
@@ -191,7 +191,7 @@ struct MQTTOutputRunTests {
     @Test func aBrokerRestartEndsWithTheRetainedContentEqualToTheDaemonsDocument() async throws {
         let broker = try await MosquittoBroker()
         let daemon = try Self.daemon(broker)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         try await Self.publishReadings(broker)
         #expect(await daemon.waitFor(#""rate":1000"#), "\(daemon.text)")
         let computed = PushRunTests.computed(daemon)
@@ -216,7 +216,7 @@ struct MQTTOutputRunTests {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
         let daemon = try Self.daemon(broker, folder: folder)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         #expect(Set(try await Self.discoveryConfigs(broker).keys) == Self.sensorTopics())
 
         let state = folder.url.appendingPathComponent("state.json").path
@@ -244,7 +244,7 @@ struct MQTTOutputRunTests {
             + "\n    push: {url: \"\(service.url)\", token_file: widget-token, timeout: 2s, retry: {min: 1s, max: 5s}}\n"
         try await service.outage(seconds: 30)
         let daemon = try PushRunTests.daemon(config, credentials: folder, folder: folder)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         try await Self.publishReadings(broker)
         #expect(await daemon.waitFor(#""rate":1000"#), "\(daemon.text)")
         #expect(await daemon.waitFor("push:power: the full replace did not go through"), "\(daemon.text)")
@@ -256,7 +256,7 @@ struct MQTTOutputRunTests {
     @Test func aDryRunPublishesNothing() async throws {
         let broker = try await MosquittoBroker()
         let daemon = try Self.daemon(broker, arguments: ["--dry-run"])
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         #expect(daemon.text.contains("dry run: pushes go to standard output; output.mqtt gets nothing"), "\(daemon.text)")
         try await Self.publishReadings(broker)
         #expect(await daemon.waitFor(#""rate":1000"#), "\(daemon.text)")

@@ -226,7 +226,7 @@ struct PriceKillTests {
         }
 
         let first = try RunTests.Daemon(config: config, folder: folder, name: "first")
-        #expect(await first.waitFor("connected to"), "\(first.text)")
+        #expect(await first.waitFor("subscribed to"), "\(first.text)")
         try await TariffRestartTests.publish(broker, "market/price", "300", into: log)
         try await TariffRestartTests.meters(broker, seconds: 0...3, into: log)
         #expect(await eventually { savedPrices() == [0.3] }, "\(savedPrices())")
@@ -239,7 +239,7 @@ struct PriceKillTests {
         #expect(await first.process.waitForExit(timeout: .seconds(5)))
 
         let second = try RunTests.Daemon(config: config, folder: folder, name: "second")
-        #expect(await second.waitFor("connected to"), "\(second.text)")
+        #expect(await second.waitFor("subscribed to"), "\(second.text)")
         try await TariffRestartTests.meters(broker, seconds: 7...9, into: log)
         #expect(await second.waitFor(#""total":4.5"#), "\(second.text)")
         await second.stop()

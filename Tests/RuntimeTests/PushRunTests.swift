@@ -45,7 +45,7 @@ struct PushRunTests {
         let config = Self.config(broker: broker, service: service, state: state)
 
         let daemon = try Self.daemon(config, credentials: folder, folder: folder)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         #expect(daemon.text.contains("pushes go to stdout, push:power (\(service.url))"), "\(daemon.text)")
         // Running, it gave back what it read only to start (libcurl's loading among it); what the
         // widget shows below is computed and pushed by code read again after.
@@ -66,7 +66,7 @@ struct PushRunTests {
         // The restarted daemon's first push is whole content; the widget gets a patch.
         let before = try service.snapshot().requests.count
         let restarted = try Self.daemon(config, credentials: folder)
-        #expect(await restarted.waitFor("connected to"), "\(restarted.text)")
+        #expect(await restarted.waitFor("subscribed to"), "\(restarted.text)")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":-900}"#)
         #expect(await restarted.waitFor(#""rate":-900"#), "\(restarted.text)")
         let now = Self.computed(restarted)
@@ -86,7 +86,7 @@ struct PushRunTests {
         let daemon = try Self.daemon(
             Self.config(broker: broker, service: service, state: folder.url.appendingPathComponent("s.json").path),
             credentials: folder, folder: folder)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         try await Self.publishBalance(broker, grid: -1400)
         #expect(await daemon.waitFor(#""rate":1000"#))
         let first = Self.computed(daemon)
@@ -117,7 +117,7 @@ struct PushRunTests {
         let config = Self.config(broker: broker, service: service, state: folder.url.appendingPathComponent("s.json").path, stdout: false)
         let daemon = try RunTests.Daemon(
             config: config, folder: folder, arguments: ["--dry-run"], environment: ["CREDENTIALS_DIRECTORY": folder.url.path])
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         #expect(daemon.text.contains("dry run: pushes go to standard output; push:power gets nothing"), "\(daemon.text)")
         try await Self.publishBalance(broker, grid: -1400)
         #expect(await daemon.waitFor(#""rate":1000"#))
@@ -131,7 +131,7 @@ struct PushRunTests {
         let folder = TemporaryFolder()
         let config = RunTests.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path, stdout: false)
         let daemon = try RunTests.Daemon(config: config, folder: folder)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         #expect(daemon.text.contains("warning: no sink configured: pushes are computed but go nowhere"), "\(daemon.text)")
         await daemon.stop()
     }

@@ -99,7 +99,7 @@ struct RunTests {
     @Test func messagesInPatchesOutAndSIGTERMWritesStateAndOffline() async throws {
         let broker = try await MosquittoBroker()
         let daemon = try Daemon(broker: broker)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         #expect(try await broker.receive(topic: "flowbridge/status").first?.text == "online")
         try await broker.publish(topic: "solar/ac/power", payload: "3200")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":-1400}"#)
@@ -119,7 +119,7 @@ struct RunTests {
     @Test func reconnectsAndResubscribesAfterTheBrokerRestarts() async throws {
         let broker = try await MosquittoBroker()
         let daemon = try Daemon(broker: broker)
-        #expect(await daemon.waitFor("connected to"))
+        #expect(await daemon.waitFor("subscribed to"))
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":100}"#)
         #expect(await daemon.waitFor(#""rate":100"#))
         await broker.kill()
@@ -137,7 +137,7 @@ struct RunTests {
     @Test func aFloodOfGarbageNeitherCrashesNorGrowsMemory() async throws {
         let broker = try await MosquittoBroker()
         let daemon = try Daemon(broker: broker)
-        #expect(await daemon.waitFor("connected to"))
+        #expect(await daemon.waitFor("subscribed to"))
         // 100,000 garbage payloads, published by one mosquitto_pub reading lines from a file.
         let lines = (0..<100_000).map { index in ["nan", "{broken", "\"W\"", "1e999", "", "☀️", "-", "{\"total_act_power\":\"x\"}"][index % 8] }
         let file = try daemon.folder.write("garbage.txt", lines.joined(separator: "\n") + "\n")
@@ -200,7 +200,7 @@ struct RunTests {
         let daemon = try Daemon(
             config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("state.json").path), folder: folder,
             environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"])
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":321}"#)
         #expect(await daemon.waitFor(#""rate":321"#), "\(daemon.text)")
         await daemon.stop()
@@ -214,7 +214,7 @@ struct RunTests {
         let password = try folder.write("mqtt-password", "s3cret pass\n")
         let extra = ", username: meter, password_file: \(password), tls: {ca_file: \(tls.caFile)}"
         let daemon = try Daemon(broker: broker, extra: extra)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":321}"#)
         #expect(await daemon.waitFor(#""rate":321"#), "\(daemon.text)")
         #expect(!daemon.text.contains("s3cret"))  // never logged
@@ -231,7 +231,7 @@ struct RunTests {
     @Test func sighupReloadsAndABrokenConfigKeepsTheOldOne() async throws {
         let broker = try await MosquittoBroker()
         let daemon = try Daemon(broker: broker)
-        #expect(await daemon.waitFor("connected to"))
+        #expect(await daemon.waitFor("subscribed to"))
         let path = try daemon.folder.write("config.yaml", "sources: [broken")
         daemon.process.send(SIGHUP)
         #expect(await daemon.waitFor("the running config stays"), "\(daemon.text)")
@@ -361,7 +361,7 @@ struct RunTests {
     @Test func aSecondDaemonOnTheSameStateIsRefused() async throws {
         let broker = try await MosquittoBroker()
         let first = try Daemon(broker: broker)
-        #expect(await first.waitFor("connected to"), "\(first.text)")
+        #expect(await first.waitFor("subscribed to"), "\(first.text)")
         let config = Self.config(port: broker.port, state: first.statePath).replacingOccurrences(of: "client_id: flowbridge-test", with: "client_id: flowbridge-second")
         let second = try Daemon(config: config, folder: first.folder, name: "second")
         #expect(await second.process.waitForExit(timeout: .seconds(5)))
@@ -377,7 +377,7 @@ struct RunTests {
     @Test func aDryRunLeavesTheStateByteIdenticalAndPublishesNothing() async throws {
         let broker = try await MosquittoBroker()
         let service = try Daemon(broker: broker)
-        #expect(await service.waitFor("connected to"))
+        #expect(await service.waitFor("subscribed to"))
         try await broker.publish(topic: "solar/ac/power", payload: "3000")
         #expect(await service.waitFor(#""rate":3000"#), "\(service.text)")
         await service.stop()
@@ -390,7 +390,7 @@ struct RunTests {
         let dry = try Daemon(
             config: Self.config(port: broker.port, state: service.statePath), folder: service.folder, arguments: ["--dry-run"],
             environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"], name: "dry")
-        #expect(await dry.waitFor("connected to"), "\(dry.text)")
+        #expect(await dry.waitFor("subscribed to"), "\(dry.text)")
         #expect(dry.text.contains("continuing the day"), "\(dry.text)")
         try await broker.publish(topic: "solar/ac/power", payload: "2500")
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":-500}"#)
@@ -419,7 +419,7 @@ struct RunTests {
         #expect(!config.contains("state_file"))
         let daemon = try Daemon(
             config: config, folder: folder, environment: ["HOME": home, "XDG_STATE_HOME": "", "STATE_DIRECTORY": ""], normalUser: true)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         let state = "\(home)/.local/state/flowbridge/state.json"
         #expect(daemon.text.contains("state \(state)"), "\(daemon.text)")
         try await broker.publish(topic: "solar/ac/power", payload: "1234")
@@ -440,7 +440,7 @@ struct RunTests {
         try FileManager.default.createDirectory(atPath: locked, withIntermediateDirectories: true)
         chmod(locked, 0o755)
         let daemon = try Daemon(config: Self.config(port: broker.port, state: "\(locked)/state.json"), folder: folder, normalUser: getuid() == 0)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         #expect(daemon.text.contains("warning: the state folder \(locked) is not writable (Permission denied)"), "\(daemon.text)")
         try await broker.publish(topic: "solar/ac/power", payload: "1234")
         #expect(await daemon.waitFor("cannot write the state"), "\(daemon.text)")
@@ -456,7 +456,7 @@ struct RunTests {
     @Test func aReloadThatChangesATopicFeedsTheSourceFromTheNewTopic() async throws {
         let broker = try await MosquittoBroker()
         let daemon = try Daemon(broker: broker)
-        #expect(await daemon.waitFor("connected to"))
+        #expect(await daemon.waitFor("subscribed to"))
         _ = try daemon.folder.write("config.yaml", Self.config(port: broker.port, state: daemon.statePath)
             .replacingOccurrences(of: "shellypro3em-abc/status/em:0", with: "shellypro3em-def/status/em:0"))
         daemon.process.send(SIGHUP)
@@ -476,7 +476,7 @@ struct RunTests {
     @Test(.timeLimit(.minutes(3))) func resumesWithinSecondsAfterALongBrokerOutage() async throws {
         let broker = try await MosquittoBroker()
         let daemon = try Daemon(broker: broker)
-        #expect(await daemon.waitFor("connected to"))
+        #expect(await daemon.waitFor("subscribed to"))
         await broker.stop()
         #expect(await daemon.waitFor("broker connection:"), "\(daemon.text)")
         try await Task.sleep(for: .seconds(65))  // time passing: an outage long enough for the reconnect delay to reach its cap
@@ -492,7 +492,7 @@ struct RunTests {
     @Test func oversizePayloadsKeepMemoryFlat() async throws {
         let broker = try await MosquittoBroker()
         let daemon = try Daemon(broker: broker)
-        #expect(await daemon.waitFor("connected to"))
+        #expect(await daemon.waitFor("subscribed to"))
         let big = try daemon.folder.write("big.bin", String(repeating: "x", count: 8 << 20))
         let before = daemon.peakRSSKilobytes ?? 0
         let publisher = try ChildProcess(
@@ -517,7 +517,7 @@ struct RunTests {
         // Its clock's ticks are seen as systemd's watchdog pings: a keepalive goes out after each.
         let notify = try NotifySocket(in: folder)
         let daemon = try Daemon(config: config, folder: folder, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"])
-        #expect(await daemon.waitFor("connected to"))
+        #expect(await daemon.waitFor("subscribed to"))
         await broker.kill()
         #expect(await daemon.waitFor("publish to 'R/c0619ab1d2e3/keepalive' failed"), "\(daemon.text)")
         // Three ticks since: two more keepalives (each sent after its tick's ping) have failed too.

@@ -119,7 +119,7 @@ struct ServiceUnitTests {
         let daemonPID = try #require(await Self.child(of: tracer.pid, running: Repository.binary), "strace did not start flowbridge: \(context.output())")
         defer { kill(daemonPID, SIGKILL) }  // a tracee outlives a killed strace
         func waitFor(_ needle: String) async -> Bool { await eventually { context.output().contains(needle) } }
-        #expect(await waitFor("connected to"), "\(context.output())")
+        #expect(await waitFor("subscribed to"), "\(context.output())")
         try await broker.publish(topic: "solar/ac/power", payload: "1200")
         try await broker.publish(topic: "grid/power", payload: "-300")
         #expect(await waitFor(#""rate":900"#), "\(context.output())")

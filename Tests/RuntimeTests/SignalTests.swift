@@ -14,7 +14,7 @@ struct SignalTests {
     func twoSIGTERMsInARowAreOneGracefulStop(attempt: Int) async throws {
         let broker = try await MosquittoBroker()
         let daemon = try RunTests.Daemon(broker: broker)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         try await broker.publish(topic: "solar/ac/power", payload: "\(1000 + attempt)")
         #expect(await daemon.waitFor("\"rate\":\(1000 + attempt)"), "\(daemon.text)")
         daemon.process.send(SIGTERM)
@@ -31,7 +31,7 @@ struct SignalTests {
     @Test func aSecondSIGTERMWithinASecondIsTheSameStop() async throws {
         let broker = try await MosquittoBroker()
         let daemon = try RunTests.Daemon(broker: broker)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         let brokerPID = try #require(broker.processIdentifier)
         kill(brokerPID, SIGSTOP)
         defer { kill(brokerPID, SIGCONT) }
@@ -53,7 +53,7 @@ struct SignalTests {
         for _ in 1...10 {
             let broker = try await MosquittoBroker()
             let daemon = try RunTests.Daemon(broker: broker)
-            #expect(await daemon.waitFor("connected to"))
+            #expect(await daemon.waitFor("subscribed to"))
             let brokerPID = try #require(broker.processIdentifier)
             kill(brokerPID, SIGSTOP)
             defer { kill(brokerPID, SIGCONT) }

@@ -44,7 +44,7 @@ struct StateSaveKillTests {
         let state = folder.url.appendingPathComponent("state.json").path
         let config = Self.config(port: broker.port, state: state)
         let first = try RunTests.Daemon(config: config, folder: folder, name: "first")
-        #expect(await first.waitFor("connected to"), "\(first.text)")
+        #expect(await first.waitFor("subscribed to"), "\(first.text)")
 
         // 70 s of 3.6 kW (1 Wh a second) and a meter rising 1 Wh a second: the first save at the
         // first readings, the minute's save a minute later, then ten unsaved seconds.
@@ -73,7 +73,7 @@ struct StateSaveKillTests {
 
         // The restart continues from the file; one reading of the meter gives its total exactly.
         let restarted = try RunTests.Daemon(config: config, folder: folder, name: "second")
-        #expect(await restarted.waitFor("connected to"), "\(restarted.text)")
+        #expect(await restarted.waitFor("subscribed to"), "\(restarted.text)")
         let nextMeter = lastMeter + 0.005
         try await broker.publish(topic: "grid/energy", payload: JSONValue.format(nextMeter))
         let gridKWh = ((nextMeter - Self.baselineKWh) * 1000).rounded() / 1000

@@ -72,7 +72,7 @@ struct TariffRestartTests {
         let log = Published()
 
         let first = try RunTests.Daemon(config: config, folder: folder, name: "first")
-        #expect(await first.waitFor("connected to"), "\(first.text)")
+        #expect(await first.waitFor("subscribed to"), "\(first.text)")
         try await Self.publish(broker, "market/price", "300", into: log)  // 0.30 + 0.05 fees
         try await Self.meters(broker, seconds: 0...5, into: log)
         // The first save holds the counter's baseline and the price; the rest of the minute is lost.
@@ -82,7 +82,7 @@ struct TariffRestartTests {
         #expect(await first.process.waitForExit(timeout: .seconds(5)))
 
         let second = try RunTests.Daemon(config: config, folder: folder, name: "second")
-        #expect(await second.waitFor("connected to"), "\(second.text)")
+        #expect(await second.waitFor("subscribed to"), "\(second.text)")
         try await Self.meters(broker, seconds: 6...8, into: log)
         try await Self.publish(broker, "market/price", "500", into: log)  // 0.50 + 0.05 from here
         try await Self.meters(broker, seconds: 9...11, into: log)

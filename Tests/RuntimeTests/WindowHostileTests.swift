@@ -82,7 +82,7 @@ struct WindowHostileTests {
         let port = HTTPProbe.freePort()
         let daemon = try RunTests.Daemon(
             config: Self.config(broker: broker.port, window: "127.0.0.1:\(port)", state: folder.url.appendingPathComponent("state.json").path), folder: folder)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         #expect(try await Self.pushGoesOut(broker, daemon, rate: 100))
         #expect(HTTPProbe.request(port: port, path: "/metrics")?.status == 200)
         let before = Self.residentKilobytes(daemon.process.pid)

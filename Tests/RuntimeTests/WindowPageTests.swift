@@ -39,7 +39,7 @@ struct WindowPageTests {
         let folder = TemporaryFolder()
         let port = HTTPProbe.freePort()
         let daemon = try RunTests.Daemon(config: Self.config(broker: broker.port, window: port, state: folder.url.appendingPathComponent("state.json").path), folder: folder)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         try await broker.publish(topic: "battery/<power>", payload: "-500")
         try await broker.publish(topic: "solar/power", payload: "3200")
         try await broker.publish(topic: "grid/power", payload: "-1400")
@@ -82,7 +82,7 @@ extension WindowPageTests {
         let daemon = try RunTests.Daemon(
             config: Self.config(broker: broker.port, window: port, state: folder.url.appendingPathComponent("state.json").path, ingress: true),
             folder: folder)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         try await broker.publish(topic: "solar/power", payload: "2700")
         try await broker.publish(topic: "grid/power", payload: "300")
         #expect(await daemon.waitFor(#""rate":2700"#), "\(daemon.text)")
@@ -190,7 +190,7 @@ extension WindowPageTests {
                 policy: {min_interval: 0s, settle: 0s}
             """
         let daemon = try RunTests.Daemon(config: config, folder: folder)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         /// The meter's last error as `/api/v1/state` has it, once its text holds `part`.
         func lastError(holding part: String) async -> JSONValue? {
             await poll {

@@ -45,7 +45,7 @@ struct WindowPrometheusTests {
         func run(_ name: String, steps: ClosedRange<Int>, total: String) async throws -> RunTests.Daemon {
             let daemon = try RunTests.Daemon(config: config, folder: folder, name: name)
             #expect(await daemon.waitFor("window at http://127.0.0.1:\(windowPort)/"), "\(daemon.text)")
-            #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+            #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
             for step in steps {
                 try await broker.publish(topic: "grid/power", payload: "3600")
                 try await broker.publish(topic: "grid/energy", payload: JSONValue.format(1000 + Double(step) * 0.5))
@@ -181,7 +181,7 @@ struct WindowPromtoolTests {
               export: {price: 0.08}
             """
         let daemon = try RunTests.Daemon(config: config, folder: folder)
-        #expect(await daemon.waitFor("connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         for (topic, payload) in [("battery/soc", "55"), ("battery/power", "-400"), ("solar/power", "2500"), ("grid/power", "600")] {
             try await broker.publish(topic: topic, payload: payload)
         }
