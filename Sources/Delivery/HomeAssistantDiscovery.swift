@@ -9,6 +9,11 @@ public struct HomeAssistantSensor: Sendable, Equatable {
         /// A node's energy today: kWh that restart at 0 at local midnight, which Home Assistant's
         /// `total_increasing` reads as a new cycle (the Energy dashboard takes such sensors).
         case energyToday
+        /// A derived home's energy today (`rate: balance`): the balance of the other accounts,
+        /// which steps back when the meters report at different moments, so `total_increasing`
+        /// would read each step back as a new cycle (and Home Assistant warns). `total` with the
+        /// day's start as `last_reset` tells the new day instead, as the money does.
+        case energyTodayBalance
         /// A flow widget's account since the day book's first day: kWh that only rise, across
         /// restarts and midnights (the closed days' sums and today's). The form Home Assistant
         /// recommends for the Energy dashboard: `total_increasing` with no cycle to tell.
@@ -30,7 +35,7 @@ public struct HomeAssistantSensor: Sendable, Equatable {
         public var unit: String {
             switch self {
             case .power: "W"
-            case .energyToday, .energyLifetime: "kWh"
+            case .energyToday, .energyTodayBalance, .energyLifetime: "kWh"
             case .batteryLevel, .percent: "%"
             case .money(let currency, _): currency.code
             case .pricePerKWh(let currency): "\(currency.code)/kWh"
@@ -40,7 +45,7 @@ public struct HomeAssistantSensor: Sendable, Equatable {
         public var deviceClass: String? {
             switch self {
             case .power: "power"
-            case .energyToday, .energyLifetime: "energy"
+            case .energyToday, .energyTodayBalance, .energyLifetime: "energy"
             case .batteryLevel: "battery"
             case .money: "monetary"
             case .percent, .pricePerKWh: nil
@@ -50,15 +55,18 @@ public struct HomeAssistantSensor: Sendable, Equatable {
         public var stateClass: String {
             switch self {
             case .energyToday, .energyLifetime: "total_increasing"
-            case .money: "total"
+            case .money, .energyTodayBalance: "total"
             case .power, .batteryLevel, .percent, .pricePerKWh: "measurement"
             }
         }
 
         /// The period whose start is the sensor's `last_reset`; nil for a sensor without one.
         public var resetPeriod: MoneyPeriod? {
-            if case .money(_, let period) = self { return period }
-            return nil
+            switch self {
+            case .money(_, let period): period
+            case .energyTodayBalance: .day
+            default: nil
+            }
         }
     }
 
@@ -143,7 +151,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
                 let shown = node.shownAccount(in: place.slot)
                 for (account, _) in node.accountTotals(in: place.slot) {
                     let suffix = account == shown ? node.total.map { Self.energyWords($0).suffix } ?? Self.suffix(account) : Self.suffix(account)
-                    sensor(suffix, Self.words(account), .energyToday, .account(place, account), Self.accountDecimals)
+                    sensor(suffix, Self.words(account), Self.isDerived(node) ? .energyTodayBalance : .energyToday, .account(place, account), Self.accountDecimals)
                 }
                 if node.level != nil { sensor("level", "level", .batteryLevel, .level(place), precision.level) }
             }
@@ -257,7 +265,8 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             }
         }
         for period in Set(mine.compactMap(\.quantity.resetPeriod)) {
-            members[Self.lastResetKey(period)] = accounts?.money(period)?.dayStart.map { .string(RFC3339.format($0)) } ?? .null
+            let start = period == .day ? accounts?.dayStart ?? accounts?.money?.dayStart : accounts?.money(period)?.dayStart
+            members[Self.lastResetKey(period)] = start.map { .string(RFC3339.format($0)) } ?? .null
         }
         return .object(members)
     }
@@ -290,6 +299,12 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             guard index < names.count, let name = names[index], names.filter({ $0 == name }).count == 1 else { return nil }
             return shown.first { $0.name == name }
         }
+    }
+
+    /// Whether the node is the balance of the others (`rate: balance`): its day can step back.
+    static func isDerived(_ node: NodeConfig) -> Bool {
+        if case .balance = node.rate { return true }
+        return false
     }
 
     /// What a node is called when the config gives it no name.

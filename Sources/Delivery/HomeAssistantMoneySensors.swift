@@ -22,10 +22,7 @@ extension HomeAssistantSensor {
     /// which steps back when the meters report at different moments, and a `total_increasing`
     /// sensor must never fall (the Energy dashboard reckons the home's use from the others).
     static func lifetime(of widget: FlowWidgetConfig, label: String) -> [HomeAssistantSensor] {
-        let measured = widget.nodes.filter { _, node in
-            if case .balance = node.rate { return false }
-            return true
-        }
+        let measured = widget.nodes.filter { !HomeAssistantDiscovery.isDerived($0.node) }
         let counted = Set(measured.flatMap { place, node in node.accountTotals(in: place.slot).map(\.0) })
         return EnergyAccount.allCases.filter(counted.contains).map { account in
             HomeAssistantSensor(

@@ -87,10 +87,13 @@ public struct WidgetAccounts: Sendable, Equatable {
     public var lifetimeKWh: [EnergyAccount: Double]?
     /// The money of the month and of the billing month so far (`PeriodTotals`).
     public var periodMoney: [MoneyPeriod: MoneyReport]
+    /// The first instant of the local day the accounts count (nil: the money's, if any): a
+    /// derived home's day sensor starts again by it.
+    public var dayStart: Date?
 
     public init(
         widget: String, at: Date, accountsKWh: FlowEngine.NodeAccounts, money: MoneyReport? = nil, lifetimeKWh: [EnergyAccount: Double]? = nil,
-        periodMoney: [MoneyPeriod: MoneyReport] = [:]
+        periodMoney: [MoneyPeriod: MoneyReport] = [:], dayStart: Date? = nil
     ) {
         self.widget = widget
         self.at = at
@@ -98,6 +101,7 @@ public struct WidgetAccounts: Sendable, Equatable {
         self.money = money
         self.lifetimeKWh = lifetimeKWh
         self.periodMoney = periodMoney
+        self.dayStart = dayStart
     }
 
     /// The money of `period`: today's for the day.

@@ -58,7 +58,8 @@ extension Bridge.State {
     /// alone: the closed day is in both sums already, and counting it twice would make a lifetime
     /// sensor fall at the next push.
     func widgetAccounts(_ widget: String, at: Date, _ accounts: FlowEngine.NodeAccounts, money: MoneyReport?) -> WidgetAccounts {
-        let date = zone.day(containing: at).date
+        let day = zone.day(containing: at)
+        let date = day.date
         let dayClosed = lifetime.throughDay.map { date <= $0 } ?? false
         var today = money
         if dayClosed {
@@ -72,6 +73,7 @@ extension Bridge.State {
         }
         return WidgetAccounts(
             widget: widget, at: at, accountsKWh: accounts, money: money,
-            lifetimeKWh: lifetime.totalKWh(of: widget, today: dayClosed ? [:] : FlowEngine.summed(accounts)), periodMoney: periodMoney)
+            lifetimeKWh: lifetime.totalKWh(of: widget, today: dayClosed ? [:] : FlowEngine.summed(accounts)), periodMoney: periodMoney,
+            dayStart: day.start)
     }
 }

@@ -56,7 +56,8 @@ import Testing
             ["flowbridge_power_solar_power", "Solar power", "W", "power", "measurement"],
             ["flowbridge_power_solar_energy", "Solar production today", "kWh", "energy", "total_increasing"],
             ["flowbridge_power_home_power", "Home power", "W", "power", "measurement"],
-            ["flowbridge_power_home_energy", "Home consumption today", "kWh", "energy", "total_increasing"],
+            // The derived home's day steps back when meters report at different moments: `total`.
+            ["flowbridge_power_home_energy", "Home consumption today", "kWh", "energy", "total"],
             ["flowbridge_power_battery_power", "Battery power", "W", "power", "measurement"],
             // Every account is a sensor, with a total or without.
             ["flowbridge_power_battery_charged", "Battery charged today", "kWh", "energy", "total_increasing"],
@@ -118,7 +119,7 @@ import Testing
             "solar_power": 3200, "solar_energy": nil, "home_power": 1000, "home_energy": nil, "battery_power": 800,
             "battery_charged": nil, "battery_discharged": nil, "battery_level": 76, "grid_power": nil, "grid_import": nil,
             "grid_export": nil, "lifetime_production": nil, "lifetime_import": nil, "lifetime_export": nil,
-            "lifetime_charge": nil, "lifetime_discharge": nil,
+            "lifetime_charge": nil, "lifetime_discharge": nil, "last_reset": nil,
         ])
         let bar = WidgetContent.progress(ProgressContent(value: 0.57))
         #expect(Self.discovery.values(widget: "autarky", document: bar) == ["percent": 57])

@@ -48,6 +48,24 @@ import Testing
         #expect(discovery.conflicts.isEmpty)
     }
 
+    /// A derived home's energy today is the balance of the other accounts, which steps back when
+    /// the meters report at different moments: `total` with the day's start as `last_reset`
+    /// (without a tariff too), never `total_increasing`, which reads a step back as a new cycle.
+    @Test func aDerivedHomesDayStartsAgainByItsLastReset() throws {
+        var flow = Self.flow(billingDay: 1)
+        flow.tariff = nil
+        var publication = MQTTPublication(settings: Self.settings, flow: flow, software: "")
+        let discovery = HomeAssistantDiscovery(flow: flow, settings: Self.settings, homeAssistant: .init(), software: "")
+        #expect(Self.rows(discovery) { $0.key == "home_energy" } == [
+            ["flowbridge_demo_power_home_energy", "Home consumption today", "kWh", "energy", "total", "{{ value_json['last_reset'] or '' }}"],
+        ])
+        _ = publication.push(MoneySensorsTests.push)
+        let accounts = WidgetAccounts(
+            widget: "power", at: MoneySensorsTests.midnight + 60, accountsKWh: [.output: [.consumption: 1.5]], dayStart: MoneySensorsTests.midnight)
+        let values = try JSONValue(parsing: try #require(publication.accounts(accounts).first).payload)
+        #expect(values["home_energy"] == 1.5 && values["last_reset"] == "2026-06-20T22:00:00Z")
+    }
+
     /// The month's amounts (import cost, export earnings, net cost; a saving and the prices are
     /// the day's): `monetary` with `total`, the only state class Home Assistant allows for it
     /// (an amount may fall within the month: export earns), each with the period's start as its
