@@ -64,7 +64,12 @@ extension ConfigSummary {
             let width = sensors.map { discovery.uniqueID($0).count }.max() ?? 0
             for sensor in sensors {
                 let id = "sensor." + discovery.uniqueID(sensor)
-                let reset = sensor.quantity.resetsDaily ? ", last_reset at local midnight" : ""
+                let reset = switch sensor.quantity.resetPeriod {
+                case .day?: ", last_reset at local midnight"
+                case .month?: ", last_reset at the month's first local midnight"
+                case .billing?: ", last_reset at the billing month's first local midnight"
+                case nil: ""
+                }
                 let classes = [sensor.quantity.deviceClass, sensor.quantity.stateClass].compactMap { $0 }.joined(separator: ", ") + reset
                 lines.append("      \(id.padding(to: width + 7)) \(sensor.name) (\(sensor.quantity.unit); \(classes))")
             }

@@ -103,9 +103,14 @@ package struct ConfigSummary {
             lines.append("  value = 1 − import today / output today of \(name) (exchange total \(exchange), output total \(output)), within 0…1")
         case .productionGoal(let goal):
             lines.append("  value = today's production of \(name) (its inputs' totals) / \(JSONValue.format(goal)) kWh, at most 1")
-        case .cost(let budget):
+        case .cost(let budget, let period):
             let amount = flow.tariff.map { $0.currency.text(budget) } ?? JSONValue.format(budget)
-            lines.append("  value = today's net cost of \(name) (import − export + the standing charge so far) / \(amount), within 0…1")
+            let span = switch period {
+            case .day: "today's"
+            case .month: "the month's (its closed days in the day book, and today's)"
+            case .billing: "the billing month's (from day \(flow.billingDay); its closed days in the day book, and today's)"
+            }
+            lines.append("  value = \(span) net cost of \(name) (import − export + the standing charge so far) / \(amount), within 0…1")
         }
         return lines
     }

@@ -18,6 +18,8 @@ extension ConfigLoader {
         /// What shows the day's money, and so needs `tariff:` (read after the widgets): each
         /// place, and what it shows in the config's words.
         var showsMoney: [(place: ConfigNode, what: String)] = []
+        /// The `progress:` of each bar of `period: billing`, which needs the config's `billing_day:`.
+        var billingPeriods: [ConfigNode] = []
     }
 
     /// The `widgets:` mapping: flow widgets, and progress widgets that read them (in any order).
@@ -35,7 +37,10 @@ extension ConfigLoader {
             case .progress(let widget, let node, let flow)?:
                 section.flow.progressWidgets.append(widget)
                 progress.append((node, flow))
-                if case .cost = widget.measure { section.showsMoney.append((node, "of: cost")) }
+                if case .cost(_, let period) = widget.measure {
+                    section.showsMoney.append((node, "of: cost"))
+                    if period == .billing { section.billingPeriods.append(node) }
+                }
             case nil:
                 break
             }
@@ -85,15 +90,15 @@ extension ConfigLoader {
             let money = subtitle?.money
             let widget = FlowWidgetConfig(name: name, shared: shared, policy: policy, staleMarker: staleMarker, subtitleMoney: money?.value)
             guard let loaded = loadFlow(widget, &map, sources: known) else { return (nil, push) }
-            if let money, money.value == .netCost, loaded.exchange == nil {
-                money.report("net_cost is the money of this widget's exchange, and it has none (the grid's import and export are what a tariff prices)")
+            if let money, money.value == .netCost || money.value == .monthNetCost, loaded.exchange == nil {
+                money.report("\(money.value.rawValue) is the money of this widget's exchange, and it has none (the grid's import and export are what a tariff prices)")
             }
             return (.flow(loaded, moneySubtitle: money.map { $0.holding($0.node) }), push)
         }
     }
 
-    /// `subtitle:`: a text, or on a flow widget `{show: net_cost | price_now}`, a figure of the
-    /// day's money that the engine writes, a short text (`Net today €1.18`).
+    /// `subtitle:`: a text, or on a flow widget `{show: net_cost | net_cost_month | price_now}`, a
+    /// figure of the money that the engine writes, a short text (`Net today €1.18`).
     func loadSubtitle(_ node: ConfigNode, template: Template) -> (text: String?, money: ConfigValue<MoneyFigure>?) {
         guard node.node.pairs != nil else { return (node.text()?.value, nil) }
         guard template == .flow else {
@@ -157,7 +162,7 @@ extension ConfigLoader {
         case battery, selfSufficiency = "self_sufficiency", productionGoal = "production_goal", cost
     }
 
-    /// A daily budget beyond this is a typo (or a wrong unit), in any currency: no home's day
+    /// A budget beyond this is a typo (or a wrong unit), in any currency: no home's month
     /// costs a million.
     static let largestBudget = 1_000_000.0
 
@@ -189,14 +194,20 @@ extension ConfigLoader {
             guard let goal = map.required("goal_kwh")?.number().flatMap(positive) else { return nil }
             return .productionGoal(goalKWh: goal)
         case .cost:
+            let period = map.choice("period", as: MoneyPeriod.self)?.value ?? .day
             guard let budget = map.required("budget")?.number() else { return nil }
             guard budget.value > 0, budget.value <= Self.largestBudget else {
+                let whose = switch period {
+                case .day: "day's"
+                case .month: "month's"
+                case .billing: "billing month's"
+                }
                 budget.report(budget.value > 0
-                    ? "\(JSONValue.format(budget.value)) is beyond \(JSONValue.format(Self.largestBudget)): a day's budget in the tariff's currency (a wrong unit?)"
-                    : "must be more than 0: the day's net cost, in the tariff's currency, that fills the bar")
+                    ? "\(JSONValue.format(budget.value)) is beyond \(JSONValue.format(Self.largestBudget)): a \(whose) budget in the tariff's currency (a wrong unit?)"
+                    : "must be more than 0: the \(whose) net cost, in the tariff's currency, that fills the bar")
                 return nil
             }
-            return .cost(budget: budget.value)
+            return .cost(budget: budget.value, period: period)
         }
     }
 

@@ -18,10 +18,17 @@ struct ConfigLoader {
         let keepalives = top.field("keepalive").map(loadKeepalives) ?? []
         let stateFile = loadStateFile(top.text("state_file"))
         let bookFile = loadBookFile(top.text("book_file"))
-        let billingDay = loadBillingDay(top.number("billing_day"))
+        let billingDayNode = top.number("billing_day")
+        let billingDay = loadBillingDay(billingDayNode)
         let sources = top.required("sources").map(loadSources) ?? []
         let widgets = top.required("widgets").map { loadWidgets($0, sources: sources) }
         var flow = widgets?.flow ?? FlowConfig(sources: sources, widgets: [])
+        flow.billingDay = billingDay
+        if billingDayNode == nil {
+            for progress in widgets?.billingPeriods ?? [] {
+                progress.report(at: "period", "billing counts from the day the meter is read: say which with billing_day: (1–28) at the top of the config")
+            }
+        }
         let tariff = top.field("tariff")
         flow.tariff = tariff.flatMap { loadTariff($0, sources: sources, flow: flow) }
         if let widgets { checkTariff(for: widgets, written: tariff != nil) }

@@ -56,23 +56,16 @@ public struct BookPeriod: Sendable, Equatable, CustomStringConvertible {
 
     /// The billing month that holds `date`: from its `billingDay` through the day before the next.
     public static func billing(holding date: CivilDate, billingDay: Int) -> BookPeriod {
-        var start = CivilDate(year: date.year, month: date.month, day: billingDay)
-        if date.day < billingDay { start = month(before: start) }
-        let next = month(after: start)
-        return BookPeriod(first: start, last: CivilDate(daysSinceEpoch: next.daysSinceEpoch - 1))
+        span(from: MoneyPeriod.billing.first(holding: date, billingDay: billingDay))
     }
 
     /// The calendar month that holds `date`.
     public static func month(holding date: CivilDate) -> BookPeriod {
-        let first = CivilDate(year: date.year, month: date.month, day: 1)
-        return BookPeriod(first: first, last: CivilDate(daysSinceEpoch: month(after: first).daysSinceEpoch - 1))
+        span(from: MoneyPeriod.month.first(holding: date, billingDay: 1))
     }
 
-    static func month(after date: CivilDate) -> CivilDate {
-        date.month == 12 ? CivilDate(year: date.year + 1, month: 1, day: date.day) : CivilDate(year: date.year, month: date.month + 1, day: date.day)
-    }
-
-    static func month(before date: CivilDate) -> CivilDate {
-        date.month == 1 ? CivilDate(year: date.year - 1, month: 12, day: date.day) : CivilDate(year: date.year, month: date.month - 1, day: date.day)
+    /// The month from `first` through the day before the same day of the next month.
+    static func span(from first: CivilDate) -> BookPeriod {
+        BookPeriod(first: first, last: CivilDate(daysSinceEpoch: MoneyPeriod.month(after: first).daysSinceEpoch - 1))
     }
 }

@@ -9,15 +9,25 @@ public struct HomeAssistantSensor: Sendable, Equatable {
         /// A node's energy today: kWh that restart at 0 at local midnight, which Home Assistant's
         /// `total_increasing` reads as a new cycle (the Energy dashboard takes such sensors).
         case energyToday
+        /// A derived home's energy today (`rate: balance`): the balance of the other accounts,
+        /// which steps back when the meters report at different moments, so `total_increasing`
+        /// would read each step back as a new cycle (and Home Assistant warns). `total` with the
+        /// day's start as `last_reset` tells the new day instead, as the money does.
+        case energyTodayBalance
+        /// A flow widget's account since the day book's first day: kWh that only rise, across
+        /// restarts and midnights (the closed days' sums and today's). The form Home Assistant
+        /// recommends for the Energy dashboard: `total_increasing` with no cycle to tell.
+        case energyLifetime
         /// A battery's charge in %.
         case batteryLevel
         /// A progress bar's value in %.
         case percent
-        /// An amount of the local day so far in the tariff's currency (import cost, saved…).
-        /// Home Assistant takes `monetary` with the state class `total` only (2024.3 and 2025.4
-        /// alike, `DEVICE_CLASS_STATE_CLASSES`), and an amount may fall during a day (a negative
-        /// price), so the new day at local midnight is told by `last_reset`, not by a drop.
-        case moneyToday(Currency)
+        /// An amount of a period so far (the local day, the month, the billing month) in the
+        /// tariff's currency (import cost, saved…). Home Assistant takes `monetary` with the state
+        /// class `total` only (2024.3 and 2025.4 alike, `DEVICE_CLASS_STATE_CLASSES`), and an
+        /// amount may fall within its period (a negative price, export earnings), so a new period
+        /// is told by `last_reset`, the period's first instant, not by a drop.
+        case money(Currency, MoneyPeriod)
         /// A price per kWh in force now, fees and VAT in (`EUR/kWh`): what the Energy dashboard's
         /// "entity with the current price" takes. No device class: `monetary` is for amounts.
         case pricePerKWh(Currency)
@@ -25,9 +35,9 @@ public struct HomeAssistantSensor: Sendable, Equatable {
         public var unit: String {
             switch self {
             case .power: "W"
-            case .energyToday: "kWh"
+            case .energyToday, .energyTodayBalance, .energyLifetime: "kWh"
             case .batteryLevel, .percent: "%"
-            case .moneyToday(let currency): currency.code
+            case .money(let currency, _): currency.code
             case .pricePerKWh(let currency): "\(currency.code)/kWh"
             }
         }
@@ -35,25 +45,28 @@ public struct HomeAssistantSensor: Sendable, Equatable {
         public var deviceClass: String? {
             switch self {
             case .power: "power"
-            case .energyToday: "energy"
+            case .energyToday, .energyTodayBalance, .energyLifetime: "energy"
             case .batteryLevel: "battery"
-            case .moneyToday: "monetary"
+            case .money: "monetary"
             case .percent, .pricePerKWh: nil
             }
         }
 
         public var stateClass: String {
             switch self {
-            case .energyToday: "total_increasing"
-            case .moneyToday: "total"
+            case .energyToday, .energyLifetime: "total_increasing"
+            case .money, .energyTodayBalance: "total"
             case .power, .batteryLevel, .percent, .pricePerKWh: "measurement"
             }
         }
 
-        /// Whether the sensor's day starts again at local midnight by its `last_reset`.
-        public var resetsDaily: Bool {
-            if case .moneyToday = self { return true }
-            return false
+        /// The period whose start is the sensor's `last_reset`; nil for a sensor without one.
+        public var resetPeriod: MoneyPeriod? {
+            switch self {
+            case .money(_, let period): period
+            case .energyTodayBalance: .day
+            default: nil
+            }
         }
     }
 
@@ -64,11 +77,13 @@ public struct HomeAssistantSensor: Sendable, Equatable {
         /// than the document: the widget rounds its totals to 0.1 kWh, an hour's bar in the
         /// Energy dashboard must not.
         case account(NodePlace, EnergyAccount)
+        /// The widget's account (all its nodes') since the day book's first day (kWh).
+        case lifetime(EnergyAccount)
         case level(NodePlace)
         /// A progress document's `value` (a fraction), as %.
         case progressValue
-        /// A figure of the widget's day's money, from the engine as the accounts are.
-        case money(MoneyFigure)
+        /// A figure of the widget's money of a period, from the engine as the accounts are.
+        case money(MoneyFigure, MoneyPeriod)
     }
 
     public var widget: String
@@ -109,6 +124,8 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     private var inputNames: [String: [String?]] = [:]
 
     public init(flow: FlowConfig, settings: MQTTOutputSettings, homeAssistant: MQTTOutputSettings.HomeAssistant, software: String) {
+        // The billing month's sensors only where it is not the calendar month.
+        let periods: [MoneyPeriod] = flow.billingDay == 1 ? [.day, .month] : [.day, .month, .billing]
         self.settings = settings
         discoveryPrefix = homeAssistant.discoveryPrefix
         nodeID = Self.id(settings.prefix).isEmpty ? "flowbridge" : Self.id(settings.prefix)
@@ -134,12 +151,13 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
                 let shown = node.shownAccount(in: place.slot)
                 for (account, _) in node.accountTotals(in: place.slot) {
                     let suffix = account == shown ? node.total.map { Self.energyWords($0).suffix } ?? Self.suffix(account) : Self.suffix(account)
-                    sensor(suffix, Self.words(account), .energyToday, .account(place, account), Self.accountDecimals)
+                    sensor(suffix, Self.words(account), Self.isDerived(node) ? .energyTodayBalance : .energyToday, .account(place, account), Self.accountDecimals)
                 }
                 if node.level != nil { sensor("level", "level", .batteryLevel, .level(place), precision.level) }
             }
+            found += HomeAssistantSensor.lifetime(of: widget, label: widgetLabel)
             if let tariff = flow.tariff, flow.isPriced(widget) {
-                found += HomeAssistantSensor.money(of: widget, tariff: tariff, label: widgetLabel)
+                found += periods.flatMap { HomeAssistantSensor.money(of: widget, tariff: tariff, period: $0, label: widgetLabel) }
             }
         }
         for widget in flow.progressWidgets {
@@ -219,17 +237,17 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             "origin": ["name": "flowbridge", "sw_version": .string(software)],
         ]
         if let deviceClass = sensor.quantity.deviceClass { members["device_class"] = .string(deviceClass) }
-        if sensor.quantity.resetsDaily {
+        if let period = sensor.quantity.resetPeriod {
             // Null (no money counted yet) renders as nothing, which Home Assistant skips quietly;
             // "None" would be an invalid time it warns about.
-            members["last_reset_value_template"] = .string("{{ value_json['\(Self.lastResetKey)'] or '' }}")
+            members["last_reset_value_template"] = .string("{{ value_json['\(Self.lastResetKey(period))'] or '' }}")
         }
         return .object(members)
     }
 
-    /// The value of every sensor of `widget` in `document` and its `accounts` (and money), by
-    /// key, with the day's start as `last_reset` when it has sensors of a day's money; nil when
-    /// the widget has none.
+    /// The value of every sensor of `widget` in `document` and its `accounts` (and money, and
+    /// lifetime accounts), by key, with each period's start as its `last_reset` when it has
+    /// sensors of that period's money; nil when the widget has none.
     public func values(widget: String, document: WidgetContent, accounts: WidgetAccounts? = nil) -> JSONValue? {
         let mine = sensors.filter { $0.widget == widget }
         guard !mine.isEmpty else { return nil }
@@ -238,14 +256,17 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             switch sensor.field {
             case .account(let place, let account):
                 members[sensor.key] = accounts?.accountsKWh[place]?[account].map { .number(PatchPolicy.quantize($0, step: 0.001)) } ?? .null
-            case .money(let money):
-                members[sensor.key] = accounts?.money.flatMap(money.value).map { .number(PatchPolicy.quantize($0, step: Self.moneyStep)) } ?? .null
+            case .lifetime(let account):
+                members[sensor.key] = accounts?.lifetimeKWh?[account].map { .number(PatchPolicy.quantize($0, step: 0.001)) } ?? .null
+            case .money(let money, let period):
+                members[sensor.key] = accounts?.money(period).flatMap(money.value).map { .number(PatchPolicy.quantize($0, step: Self.moneyStep)) } ?? .null
             default:
                 members[sensor.key] = value(sensor.field, in: document, widget: widget).map(JSONValue.number) ?? .null
             }
         }
-        if mine.contains(where: \.quantity.resetsDaily) {
-            members[Self.lastResetKey] = accounts?.money?.dayStart.map { .string(RFC3339.format($0)) } ?? .null
+        for period in Set(mine.compactMap(\.quantity.resetPeriod)) {
+            let start = period == .day ? accounts?.dayStart ?? accounts?.money?.dayStart : accounts?.money(period)?.dayStart
+            members[Self.lastResetKey(period)] = start.map { .string(RFC3339.format($0)) } ?? .null
         }
         return .object(members)
     }
@@ -280,6 +301,12 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         }
     }
 
+    /// Whether the node is the balance of the others (`rate: balance`): its day can step back.
+    static func isDerived(_ node: NodeConfig) -> Bool {
+        if case .balance = node.rate { return true }
+        return false
+    }
+
     /// What a node is called when the config gives it no name.
     static func defaultName(_ place: NodePlace) -> String {
         switch place {
@@ -304,9 +331,12 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     /// cents, is not rounded away.
     static let moneyStep = 0.0001
 
-    /// The key of the day's start in a widget's sensors topic, which the sensors of a day's
-    /// money read as their `last_reset`; no sensor's key ends like it.
-    static let lastResetKey = "last_reset"
+    /// The key of a period's start in a widget's sensors topic, which the sensors of that
+    /// period's money read as their `last_reset`: `last_reset` for the day, `last_reset_month`;
+    /// no sensor's key ends like these.
+    static func lastResetKey(_ period: MoneyPeriod) -> String {
+        period == .day ? "last_reset" : "last_reset_\(period.rawValue)"
+    }
 
     /// The key suffix of an account's sensor that no `total:` shows.
     static func suffix(_ account: EnergyAccount) -> String {
@@ -320,14 +350,17 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     }
 
     /// What an account's sensor is called after its node's name: `Grid import today`.
-    static func words(_ account: EnergyAccount) -> String {
+    static func words(_ account: EnergyAccount) -> String { "\(accountWords(account)) today" }
+
+    /// What an account is called: `import`, `charged`.
+    static func accountWords(_ account: EnergyAccount) -> String {
         switch account {
-        case .production: "production today"
-        case .consumption: "consumption today"
-        case .imported: "import today"
-        case .exported: "export today"
-        case .charged: "charged today"
-        case .discharged: "discharged today"
+        case .production: "production"
+        case .consumption: "consumption"
+        case .imported: "import"
+        case .exported: "export"
+        case .charged: "charged"
+        case .discharged: "discharged"
         }
     }
 

@@ -80,12 +80,30 @@ public struct WidgetAccounts: Sendable, Equatable {
     public var widget: String
     public var at: Date
     public var accountsKWh: FlowEngine.NodeAccounts
+    /// Today's money; nil without a tariff.
     public var money: MoneyReport?
+    /// The widget's accounts since the day book's first day (the closed days' and today's); nil
+    /// when the daemon does not keep them (a replay).
+    public var lifetimeKWh: [EnergyAccount: Double]?
+    /// The money of the month and of the billing month so far (`PeriodTotals`).
+    public var periodMoney: [MoneyPeriod: MoneyReport]
+    /// The first instant of the local day the accounts count (nil: the money's, if any): a
+    /// derived home's day sensor starts again by it.
+    public var dayStart: Date?
 
-    public init(widget: String, at: Date, accountsKWh: FlowEngine.NodeAccounts, money: MoneyReport? = nil) {
+    public init(
+        widget: String, at: Date, accountsKWh: FlowEngine.NodeAccounts, money: MoneyReport? = nil, lifetimeKWh: [EnergyAccount: Double]? = nil,
+        periodMoney: [MoneyPeriod: MoneyReport] = [:], dayStart: Date? = nil
+    ) {
         self.widget = widget
         self.at = at
         self.accountsKWh = accountsKWh
         self.money = money
+        self.lifetimeKWh = lifetimeKWh
+        self.periodMoney = periodMoney
+        self.dayStart = dayStart
     }
+
+    /// The money of `period`: today's for the day.
+    public func money(_ period: MoneyPeriod) -> MoneyReport? { period == .day ? money : periodMoney[period] }
 }

@@ -148,6 +148,7 @@ final class Bridge: Sendable {
             dispatch(state.engine.endBatch(), &state)
             var engine = FlowEngine(config: config.flow, zone: state.zone)
             let leftOut = try engine.restore(state.engine.snapshot())
+            engine.periods.carry(state.engine.periods)
             engine.adoptDeliveries(from: state.engine)
             engine.adoptPrices(from: state.engine, at: now)
             state.engine = engine
@@ -201,7 +202,7 @@ final class Bridge: Sendable {
             case .diagnostic(let diagnostic):
                 log.log(diagnostic)
             case .accounts(let widget, let at, let accounts, let money):
-                let item = WidgetAccounts(widget: widget, at: at, accountsKWh: accounts, money: money)
+                let item = state.widgetAccounts(widget, at: at, accounts, money: money)
                 for sink in sinks { sink.take(accounts: item) }
             case .sourceSilent, .sourceBack:
                 if let line = state.silences.line(for: output, zone: state.zone) { log.log(line) }

@@ -94,8 +94,11 @@ package struct Daemon {
         } catch { throw RunFailure(status: .config, message: "cannot start delivering: \(error)") }
         let bridge: Bridge
         do {
-            let restored = try Bridge.engine(
+            var restored = try Bridge.engine(
                 for: config, zone: zone, store: store, access: dryRun ? .readOnly : .owner, configPath: configPath, sinks: sinks, log: log)
+            BookTotals.seed(
+                &restored.engine, lifetime: &restored.lifetime, bookPath: context.bookPath(configured: config.bookFile, statePath: store.path),
+                queue: restored.book, zone: zone, now: Date())
             bridge = Bridge(
                 engine: restored.engine, lifetime: restored.lifetime, config: config, zone: zone, sinks: sinks, store: dryRun ? nil : store,
                 book: restored.book, log: log, time: time)

@@ -29,21 +29,24 @@ import Testing
     }
 
     /// Without an export price there are no export earnings and no export price to list (and the
-    /// column is as wide as the longest id left).
+    /// column is as wide as the longest id left); the month's amounts say when they start again.
     @Test(arguments: [
         ("  export: {price: 0.08}", [
-            "      sensor.flowbridge_power_import_cost     Import cost today (EUR; monetary, total, last_reset at local midnight)",
-            "      sensor.flowbridge_power_export_earnings Export earnings today (EUR; monetary, total, last_reset at local midnight)",
-            "      sensor.flowbridge_power_net_cost        Net cost today (EUR; monetary, total, last_reset at local midnight)",
-            "      sensor.flowbridge_power_saved           Saved today (EUR; monetary, total, last_reset at local midnight)",
-            "      sensor.flowbridge_power_import_price    Import price (EUR/kWh; measurement)",
-            "      sensor.flowbridge_power_export_price    Export price (EUR/kWh; measurement)",
+            "      sensor.flowbridge_power_import_cost           Import cost today (EUR; monetary, total, last_reset at local midnight)",
+            "      sensor.flowbridge_power_export_earnings       Export earnings today (EUR; monetary, total, last_reset at local midnight)",
+            "      sensor.flowbridge_power_net_cost              Net cost today (EUR; monetary, total, last_reset at local midnight)",
+            "      sensor.flowbridge_power_saved                 Saved today (EUR; monetary, total, last_reset at local midnight)",
+            "      sensor.flowbridge_power_import_price          Import price (EUR/kWh; measurement)",
+            "      sensor.flowbridge_power_export_price          Export price (EUR/kWh; measurement)",
+            "      sensor.flowbridge_power_export_earnings_month Export earnings this month (EUR; monetary, total, last_reset at the month's first local midnight)",
+            "      sensor.flowbridge_power_net_cost_month        Net cost this month (EUR; monetary, total, last_reset at the month's first local midnight)",
         ], [String]()),
         ("", [
-            "      sensor.flowbridge_power_import_cost  Import cost today (EUR; monetary, total, last_reset at local midnight)",
-            "      sensor.flowbridge_power_net_cost     Net cost today (EUR; monetary, total, last_reset at local midnight)",
-            "      sensor.flowbridge_power_saved        Saved today (EUR; monetary, total, last_reset at local midnight)",
-            "      sensor.flowbridge_power_import_price Import price (EUR/kWh; measurement)",
+            "      sensor.flowbridge_power_import_cost         Import cost today (EUR; monetary, total, last_reset at local midnight)",
+            "      sensor.flowbridge_power_net_cost            Net cost today (EUR; monetary, total, last_reset at local midnight)",
+            "      sensor.flowbridge_power_saved               Saved today (EUR; monetary, total, last_reset at local midnight)",
+            "      sensor.flowbridge_power_import_price        Import price (EUR/kWh; measurement)",
+            "      sensor.flowbridge_power_net_cost_month      Net cost this month (EUR; monetary, total, last_reset at the month's first local midnight)",
         ], ["sensor.flowbridge_power_export_earnings", "sensor.flowbridge_power_export_price"]),
     ])
     func checkListsTheMoneySensors(export: String, listed: [String], unlisted: [String]) throws {

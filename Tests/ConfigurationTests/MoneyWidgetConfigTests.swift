@@ -29,6 +29,11 @@ import Testing
             Self.home("  cost: {template: progress, progress: {of: cost, budget: 4.5}}\n" + Self.tariff, subtitle: "{show: price_now}"), file: "c.yaml")
         #expect(config.flow.progressWidgets.map(\.measure) == [.cost(budget: 4.5)])
         #expect(config.flow.widgets[0].subtitleMoney == .priceNow && config.flow.widgets[0].shared.subtitle == nil)
+        let monthly = try DaemonConfig.parse(
+            Self.home("  cost: {template: progress, progress: {of: cost, period: billing, budget: 90}}\n" + Self.tariff + "billing_day: 15\n",
+                      subtitle: "{show: net_cost_month}"), file: "c.yaml")
+        #expect(monthly.flow.progressWidgets.map(\.measure) == [.cost(budget: 90, period: .billing)])
+        #expect(monthly.flow.billingDay == 15 && monthly.flow.widgets[0].subtitleMoney == .monthNetCost)
         let plain = try DaemonConfig.parse(Self.home(""), file: "c.yaml")
         #expect(plain.flow.widgets[0].subtitleMoney == nil && plain.flow.widgets[0].shared.subtitle == "Grid")
     }
@@ -49,6 +54,18 @@ import Testing
         ("no budget",
          Self.home("  cost:\n    template: progress\n    progress: {of: cost}\n" + Self.tariff),
          "line 11: widgets.cost.progress.budget: is required"),
+        ("a month's budget of 0",
+         Self.home("  cost:\n    template: progress\n    progress: {of: cost, period: month, budget: 0}\n" + Self.tariff),
+         "line 11: widgets.cost.progress.budget: must be more than 0: the month's net cost, in the tariff's currency, that fills the bar"),
+        ("a billing month without billing_day",
+         Self.home("  cost:\n    template: progress\n    progress:\n      of: cost\n      period: billing\n      budget: 90\n" + Self.tariff),
+         "line 12: widgets.cost.progress.period: billing counts from the day the meter is read: say which with billing_day: (1–28) at the top of the config"),
+        ("a period flowbridge does not count",
+         Self.home("  cost:\n    template: progress\n    progress: {of: cost, period: year, budget: 900}\n" + Self.tariff),
+         "line 11: widgets.cost.progress.period: 'year' is not one of day, month, billing"),
+        ("a month's net cost subtitle on a flow widget without an exchange",
+         Self.home("  solar:\n    template: flow\n    subtitle: {show: net_cost_month}\n    flow: {inputs: [{rate: grid}]}\n" + Self.tariff),
+         "line 11: widgets.solar.subtitle.show: net_cost_month is the money of this widget's exchange, and it has none"),
         ("a budget that is no number",
          Self.home("  cost:\n    template: progress\n    progress: {of: cost, budget: \"€5\"}\n" + Self.tariff),
          "line 11: widgets.cost.progress.budget: expected a number"),

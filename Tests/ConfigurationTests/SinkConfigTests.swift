@@ -232,11 +232,11 @@ import Testing
             "  flowbridge/autarky/content: the whole content after every push (retained, again at every connect)",
             "  Home Assistant: device \"flowbridge\", discovery configs under homeassistant/sensor/flowbridge/ (announced again when homeassistant/status says online)",
             "    from flowbridge/power/sensors (retained):",
-            "      sensor.flowbridge_power_solar_energy       Solar production today (kWh; energy, total_increasing)",
-            "      sensor.flowbridge_power_battery_level      Battery level (%; battery, measurement)",
-            "      sensor.flowbridge_power_battery_discharged Battery discharged today (kWh; energy, total_increasing)",
-            "      sensor.flowbridge_power_grid_import        Grid import today (kWh; energy, total_increasing)",
-            "      sensor.flowbridge_power_grid_export        Grid export today (kWh; energy, total_increasing)",
+            "      sensor.flowbridge_power_solar_energy        Solar production today (kWh; energy, total_increasing)",
+            "      sensor.flowbridge_power_battery_level       Battery level (%; battery, measurement)",
+            "      sensor.flowbridge_power_battery_discharged  Battery discharged today (kWh; energy, total_increasing)",
+            "      sensor.flowbridge_power_grid_import         Grid import today (kWh; energy, total_increasing)",
+            "      sensor.flowbridge_power_grid_export         Grid export today (kWh; energy, total_increasing)",
             "      sensor.flowbridge_autarky_percent Self-sufficiency (%; measurement)",
         ] {
             #expect(run.out.contains(line + "\n"), "\(line)\n\(run.out)")

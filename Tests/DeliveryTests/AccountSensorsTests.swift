@@ -18,7 +18,8 @@ import Testing
     /// discharge keeps `…_discharged`; the rest are named for what they count.
     @Test func oneSensorPerAccount() {
         let discovery = HomeAssistantDiscovery(flow: Self.flow, settings: Self.settings, homeAssistant: .init(), software: "")
-        let energy = discovery.sensors.filter { $0.quantity == .energyToday }.map { [discovery.uniqueID($0), $0.name] }
+        let days = discovery.sensors.filter { [.energyToday, .energyTodayBalance].contains($0.quantity) }
+        let energy = days.map { [discovery.uniqueID($0), $0.name] }
         #expect(energy == [
             ["flowbridge_demo_power_solar_energy", "Solar production today"],
             ["flowbridge_demo_power_home_energy", "Home consumption today"],
@@ -27,7 +28,7 @@ import Testing
             ["flowbridge_demo_power_grid_energy", "Grid import today"],
             ["flowbridge_demo_power_grid_export", "Grid export today"],
         ])
-        #expect(discovery.sensors.filter { $0.quantity == .energyToday }.allSatisfy { $0.precision == 3 })
+        #expect(days.allSatisfy { $0.precision == 3 })
         #expect(discovery.conflicts.isEmpty)
     }
 

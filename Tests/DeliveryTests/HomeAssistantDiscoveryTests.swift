@@ -56,7 +56,8 @@ import Testing
             ["flowbridge_power_solar_power", "Solar power", "W", "power", "measurement"],
             ["flowbridge_power_solar_energy", "Solar production today", "kWh", "energy", "total_increasing"],
             ["flowbridge_power_home_power", "Home power", "W", "power", "measurement"],
-            ["flowbridge_power_home_energy", "Home consumption today", "kWh", "energy", "total_increasing"],
+            // The derived home's day steps back when meters report at different moments: `total`.
+            ["flowbridge_power_home_energy", "Home consumption today", "kWh", "energy", "total"],
             ["flowbridge_power_battery_power", "Battery power", "W", "power", "measurement"],
             // Every account is a sensor, with a total or without.
             ["flowbridge_power_battery_charged", "Battery charged today", "kWh", "energy", "total_increasing"],
@@ -65,6 +66,11 @@ import Testing
             ["flowbridge_power_grid_power", "Grid power", "W", "power", "measurement"],
             ["flowbridge_power_grid_import", "Grid import today", "kWh", "energy", "total_increasing"],
             ["flowbridge_power_grid_export", "Grid export today", "kWh", "energy", "total_increasing"],
+            ["flowbridge_power_lifetime_production", "Lifetime production", "kWh", "energy", "total_increasing"],
+            ["flowbridge_power_lifetime_import", "Lifetime import", "kWh", "energy", "total_increasing"],
+            ["flowbridge_power_lifetime_export", "Lifetime export", "kWh", "energy", "total_increasing"],
+            ["flowbridge_power_lifetime_charge", "Lifetime charged", "kWh", "energy", "total_increasing"],
+            ["flowbridge_power_lifetime_discharge", "Lifetime discharged", "kWh", "energy", "total_increasing"],
             ["flowbridge_autarky_percent", "Self-sufficiency", "%", "-", "measurement"],
         ])
         #expect(Self.discovery.conflicts.isEmpty)
@@ -112,7 +118,8 @@ import Testing
         #expect(values == [
             "solar_power": 3200, "solar_energy": nil, "home_power": 1000, "home_energy": nil, "battery_power": 800,
             "battery_charged": nil, "battery_discharged": nil, "battery_level": 76, "grid_power": nil, "grid_import": nil,
-            "grid_export": nil,
+            "grid_export": nil, "lifetime_production": nil, "lifetime_import": nil, "lifetime_export": nil,
+            "lifetime_charge": nil, "lifetime_discharge": nil, "last_reset": nil,
         ])
         let bar = WidgetContent.progress(ProgressContent(value: 0.57))
         #expect(Self.discovery.values(widget: "autarky", document: bar) == ["percent": 57])
@@ -129,11 +136,12 @@ import Testing
         }
         let document = WidgetContent.flow(FlowContent(inputs: [FlowNode(name: "West", rate: 700)]))
         let named = HomeAssistantDiscovery(flow: flow(["East", "West"]), settings: .init(), homeAssistant: .init(), software: "")
-        #expect(named.values(widget: "power", document: document) == ["east_power": nil, "east_energy": nil, "west_power": 700, "west_energy": nil])
+        #expect(named.values(widget: "power", document: document)
+            == ["east_power": nil, "east_energy": nil, "west_power": 700, "west_energy": nil, "lifetime_production": nil])
         let unnamed = HomeAssistantDiscovery(flow: flow([nil, nil]), settings: .init(), homeAssistant: .init(), software: "")
         #expect(unnamed.values(widget: "power", document: .flow(FlowContent(inputs: [FlowNode(rate: 700)])))
-            == ["input_1_power": nil, "input_1_energy": nil, "input_2_power": nil, "input_2_energy": nil])
-        #expect(unnamed.sensors.map(\.name) == ["Input 1 power", "Input 1 production today", "Input 2 power", "Input 2 production today"])
+            == ["input_1_power": nil, "input_1_energy": nil, "input_2_power": nil, "input_2_energy": nil, "lifetime_production": nil])
+        #expect(unnamed.sensors.map(\.name) == ["Input 1 power", "Input 1 production today", "Input 2 power", "Input 2 production today", "Lifetime production"])
     }
 
     @Test(arguments: [
@@ -153,7 +161,7 @@ import Testing
             ]),
         ])
         let discovery = HomeAssistantDiscovery(flow: flow, settings: .init(), homeAssistant: .init(), software: "")
-        #expect(discovery.sensors.map(\.name) == ["Solar power", "Solar production today"])
+        #expect(discovery.sensors.map(\.name) == ["Solar power", "Solar production today", "Lifetime production"])
         #expect(discovery.conflicts == [
             "'solar power' of widget power would have the id flowbridge_power_solar_power of 'Solar power' of widget power",
             "'solar production today' of widget power would have the id flowbridge_power_solar_energy of 'Solar production today' of widget power",

@@ -66,14 +66,18 @@ import Testing
         }
         let messages = publication.connected()
         let configs = messages.filter { $0.topic.hasPrefix("homeassistant/") }
-        // Per widget: solar's power and production, the grid's power, import and export.
-        #expect(configs.count == 10 && configs.allSatisfy { $0.retain && $0.qos == .atLeastOnce })
+        // Per widget: solar's power and production, the grid's power, import and export, and the
+        // lifetime production, import and export.
+        #expect(configs.count == 16 && configs.allSatisfy { $0.retain && $0.qos == .atLeastOnce })
         let rest = messages.filter { !$0.topic.hasPrefix("homeassistant/") }
         // The garage widget has no document yet: nothing of it.
         #expect(rest.map(\.topic) == ["flowbridge/power/content", "flowbridge/power/sensors"])
         #expect(Self.json(rest.first) == Self.document(grid: 300).json)
         // The energy sensors read the accounts, which no push of this test carried.
-        #expect(Self.json(rest.last) == ["solar_power": 3200, "solar_energy": nil, "grid_power": 300, "grid_import": nil, "grid_export": nil])
+        #expect(Self.json(rest.last) == [
+            "solar_power": 3200, "solar_energy": nil, "grid_power": 300, "grid_import": nil, "grid_export": nil, "lifetime_production": nil,
+            "lifetime_import": nil, "lifetime_export": nil,
+        ])
         #expect(rest.allSatisfy { $0.retain })
     }
 
@@ -87,7 +91,7 @@ import Testing
         #expect(publication.push(Self.push(.flow(subtitled), after: first)).map(\.topic) == ["flowbridge/power/content", "flowbridge/power/patch"])
         // Home Assistant's start gets them whatever changed.
         let online = publication.homeAssistantOnline()
-        #expect(online.filter { $0.topic.hasSuffix("/config") }.count == 5)
+        #expect(online.filter { $0.topic.hasSuffix("/config") }.count == 8)
         #expect(online.last?.topic == "flowbridge/power/sensors")
     }
 

@@ -105,11 +105,12 @@ import Testing
         #expect(sink.receive(topic: "homeassistant/status", payload: Array("online".utf8), retained: true))
         #expect(sink.receive(topic: "homeassistant/status", payload: Array("offline".utf8), retained: false))
         #expect(sink.receive(topic: "homeassistant/status", payload: Array("online".utf8), retained: false))
-        // The grid's power, and its import and export accounts.
-        let seen = await connection.wait { $0.count >= 3 }
+        // The grid's power, its import and export accounts, and the widget's lifetime import and export.
+        let seen = await connection.wait { $0.count >= 5 }
         #expect(seen.map(\.topic) == [
             "homeassistant/sensor/flowbridge/power_grid_power/config", "homeassistant/sensor/flowbridge/power_grid_import/config",
-            "homeassistant/sensor/flowbridge/power_grid_export/config",
+            "homeassistant/sensor/flowbridge/power_grid_export/config", "homeassistant/sensor/flowbridge/power_lifetime_import/config",
+            "homeassistant/sensor/flowbridge/power_lifetime_export/config",
         ])
         #expect(seen.first?.payload?["unique_id"] == "flowbridge_power_grid_power")
         // Without home_assistant the sink takes no message.

@@ -11,13 +11,15 @@ from its websocket, the MQTT integration through its config flow, pointed at the
 
 Then it checks through Home Assistant's REST API that every sensor flowbridge announced is an
 entity with the state flowbridge published, the unit, device class and state class of its
-discovery config, and the device's name, and each amount of the day's money the `last_reset`
-flowbridge published; saves Energy dashboard preferences with flowbridge's sensors for grid
-consumption, return to grid, solar production and battery in and out (ENERGY_FIELDS), the grid's
+discovery config, and the device's name, and each amount of the money (of the day, the month and the
+billing month, BILLING_DAY) the `last_reset` flowbridge published; saves Energy dashboard
+preferences with flowbridge's lifetime sensors for grid consumption, return to grid, solar
+production and battery in and out (ENERGY_FIELDS), the grid's
 costs from flowbridge's amounts, then from its prices (MONEY_VARIANTS), waits for the recorder's
 statistics of them, and requires Home Assistant's own `energy/validate` to report no issue for
-either, and Home Assistant's own cost from flowbridge's import price to rise; checks that the
-entities turn unavailable when flowbridge
+either, and Home Assistant's own cost from flowbridge's import price to rise; restarts flowbridge
+and requires Home Assistant's history of every lifetime sensor, over the run and the restart,
+never to fall; checks that the entities turn unavailable when flowbridge
 stops (its last will); and that Home Assistant's log has no warning or error of the loggers in
 LOGGERS_WATCHED, of the setup of those integrations, or about flowbridge's entities. Exit status 0
 when all holds.
@@ -73,18 +75,20 @@ SETUP_WATCHED = re.compile(r"\[homeassistant\.(setup|config_entries)\].*\b(compo
 # every field of the Energy dashboard as it is; nothing is added to it.
 ENERGY_VARIANT = {}
 
-# The Energy dashboard's fields and flowbridge's account for each: (field, node slot, account,
-# the account's sensor key suffix). A node's sensor key is `<node id>_<suffix>`; the account a
-# node's `total:` shows keeps the suffix it has always had (energyWords in
-# Sources/Delivery/HomeAssistantDiscovery.swift: `energy` for a counter, a daily counter or an
-# integral), so it is found by that suffix too (choose_energy_sensors).
+# The Energy dashboard's fields and flowbridge's lifetime sensor for each, the form Home Assistant
+# recommends (kWh since the day book's first day, `total_increasing`, never falling): (field,
+# account, the sensor's key in the widget's sensors, `lifetime_<account>`; HomeAssistantSensor.lifetime
+# in Sources/Delivery/HomeAssistantMoneySensors.swift).
 ENERGY_FIELDS = (
-    ("grid consumption", "exchange", "import", "import"),
-    ("return to grid", "exchange", "export", "export"),
-    ("solar production", "inputs", "production", "energy"),
-    ("battery charged (energy going in)", "storage", "charged", "charged"),
-    ("battery discharged (energy coming out)", "storage", "discharged", "discharged"),
+    ("grid consumption", "import", "lifetime_import"),
+    ("return to grid", "export", "lifetime_export"),
+    ("solar production", "production", "lifetime_production"),
+    ("battery charged (energy going in)", "charged", "lifetime_charge"),
+    ("battery discharged (energy coming out)", "discharged", "lifetime_discharge"),
 )
+# The billing month starts on the 15th (the meter-reading day): flowbridge announces the money of
+# the billing month beside the calendar month's.
+BILLING_DAY = 15
 # Config/demo.yaml has no tariff: the check gives it one, with fixed prices (the price sensors are
 # known from the start), fees and VAT, an export price and a standing charge.
 TARIFF = {"currency": "EUR", "import": {"price": 0.30, "fees": 0.12, "vat": "19%"}, "export": {"price": 0.08},
@@ -102,12 +106,6 @@ MONEY_VARIANTS = (
 # the kWh with flowbridge's import price: the import counter rises for most of a simulated day,
 # which at 720x is 2 minutes.
 PRICED_COST_SECONDS = 180
-
-# The account a node's `total:` shows, by what it names; a device's counter (`{counter:}`,
-# `{daily:}`) counts the direction + on the widget (grid importing, battery filling).
-TOTAL_ACCOUNTS = {"import": "import", "export": "export", "charge": "charged", "discharge": "discharged"}
-COUNTER_ACCOUNTS = {"inputs": "production", "output": "consumption", "exchange": "import", "storage": "charged"}
-
 
 def say(text):
     print(f"ha-check: {text}", flush=True)
@@ -218,61 +216,20 @@ def energy_config(demo):
     return config
 
 
-def ha_id(text):
-    """HomeAssistantDiscovery.id: lower-case ASCII letters and digits, anything else one `_`."""
-    out = ""
-    for char in text:
-        if char.isascii() and char.isalnum():
-            out += char.lower()
-        elif out and not out.endswith("_"):
-            out += "_"
-    return out.rstrip("_")
-
-
-def flow_nodes(widget):
-    """(slot, node id, node config) of a flow widget's nodes, as the discovery names them."""
-    flow = widget.get("flow") or {}
-    for index, node in enumerate(flow.get("inputs") or []):
-        yield "inputs", ha_id(node.get("name") or "") or ha_id(f"input {index + 1}"), node
-    for slot in ("output", "storage", "exchange"):
-        if flow.get(slot):
-            yield slot, ha_id(flow[slot].get("name") or "") or slot, flow[slot]
-
-
-def shown_account(slot, total):
-    """The account a node's `total:` shows (None: none)."""
-    if total is None:
-        return None
-    if isinstance(total, str) and total in TOTAL_ACCOUNTS:
-        return TOTAL_ACCOUNTS[total]
-    return COUNTER_ACCOUNTS[slot]
-
-
 def choose_energy_sensors(config, discovered):
-    """For each ENERGY_FIELDS row, the entity ids of the sensors that carry its account, one per
-    node of the slot (several inputs: several solar sources), from the retained discovery configs
-    (`discovered`: by (widget, key)). A node's account is its `<node>_<suffix>` sensor, or its
-    `<node>_energy` one when the node's `total:` shows that account; when several widgets carry
-    it, the first in the config. Returns ({account: [entity ids]}, table rows, problems)."""
+    """For each ENERGY_FIELDS row, the entity id of the widget's lifetime sensor of its account,
+    from the retained discovery configs (`discovered`: by (widget, key)); when several flow
+    widgets carry it, the first in the config. Returns ({account: [entity ids]}, table rows, problems)."""
     chosen, rows, problems = {}, [], []
-    for field, slot, account, suffix in ENERGY_FIELDS:
-        found = {}
-        for widget_name, widget in config["widgets"].items():
-            if widget.get("template") != "flow":
-                continue
-            for node_slot, node_id, node in flow_nodes(widget):
-                if node_slot != slot or node_id in found:
-                    continue
-                keys = [f"{node_id}_{suffix}"]
-                if shown_account(slot, node.get("total")) == account:
-                    keys.append(f"{node_id}_energy")
-                entity = next((discovered[(widget_name, key)] for key in keys if (widget_name, key) in discovered), None)
-                if entity:
-                    found[node_id] = (widget_name, entity)
-        if not found:
-            problems.append(f"the Energy dashboard's {field}: no sensor of flowbridge's carries the {slot}'s {account}")
-        chosen[account] = [entity for _, entity in found.values()]
-        rows += [[field, account, widget_name, entity] for widget_name, entity in found.values()]
+    flows = [name for name, widget in config["widgets"].items() if widget.get("template") == "flow"]
+    for field, account, key in ENERGY_FIELDS:
+        widget = next((name for name in flows if (name, key) in discovered), None)
+        if widget is None:
+            problems.append(f"the Energy dashboard's {field}: flowbridge announced no {key} sensor")
+            chosen[account] = []
+            continue
+        chosen[account] = [discovered[(widget, key)]]
+        rows.append([field, account, widget, discovered[(widget, key)]])
     return chosen, rows, problems
 
 
@@ -494,6 +451,7 @@ def main():
         with open(os.path.join(ROOT, "Config", "demo.yaml"), encoding="utf-8") as file:
             config = energy_config(yaml.safe_load(file))
         config["tariff"] = TARIFF
+        config["billing_day"] = BILLING_DAY
         config.setdefault("mqtt", {})["port"] = broker_port
         config["mqtt"]["host"] = "127.0.0.1"
         config["state_file"] = os.path.join(folder, "state.json")
@@ -509,6 +467,7 @@ def main():
         processes.start("simulate", [flowbridge, "simulate", "--broker", f"127.0.0.1:{broker_port}", "--speed", "720"])
         daemon = processes.start("flowbridge", [flowbridge, "run", "--config", config_path])
 
+        started_at = datetime.datetime.now(datetime.timezone.utc)
         home = os.path.join(folder, "homeassistant")
         write_configuration(home, http_port)
         say(f"starting Home Assistant {ha_version} on 127.0.0.1:{http_port} (the first start takes a minute or two)")
@@ -610,15 +569,15 @@ def main():
         for entity, sensor in sorted(expected.items()):
             if "last_reset_value_template" not in sensor or entity not in states:
                 continue
-            published = values.get(sensor["state_topic"], {}).get("last_reset")
+            published = values.get(sensor["state_topic"], {}).get(sensor["last_reset_value_template"].split("'")[1])
             held = states[entity]["attributes"].get("last_reset")
             if not same_instant(held, published):
                 problems.append(f"{entity}: last_reset is {held!r}, flowbridge published {published!r}")
             rows.append([entity, states[entity]["state"], held or "-", published or "-"])
         if not rows:
-            problems.append("flowbridge announced no sensor of the day's money (with last_reset_value_template)")
+            problems.append("flowbridge announced no sensor of the money (with last_reset_value_template)")
         else:
-            say("the day's money: Home Assistant's last_reset against flowbridge's:")
+            say("the money of the day, the month and the billing month: Home Assistant's last_reset against flowbridge's:")
             table(rows, ["entity", "state", "last_reset (Home Assistant)", "last_reset (flowbridge)"])
 
         # The Energy dashboard of flowbridge's sensors, as Home Assistant's frontend saves it.
@@ -699,6 +658,37 @@ def main():
         say(f"energy/validate ({variant}): {json.dumps(validation)}")
         for kind, affected in validation_issues(validation):
             problems.append(f"energy/validate ({variant}): {kind} for {affected}")
+
+        # flowbridge restarts: its lifetime sensors carry on from the closed days its state keeps.
+        # Across the restart, and any midnight the run crosses (the daemon's day is the wall
+        # clock's, whatever the simulator's speed), none of them may fall in Home Assistant's history.
+        Processes.stop(daemon)
+        daemon = processes.start("flowbridge-again", [flowbridge, "run", "--config", config_path])
+        lifetime = sorted(entity for entity, sensor in expected.items() if sensor["value_template"].split("'")[1].startswith("lifetime_"))
+        deadline = time.monotonic() + 60
+        while True:
+            held = {s["entity_id"]: s["state"] for s in ha.rest("GET", "/api/states") if s["entity_id"] in lifetime}
+            if all(held.get(e) not in (None, "unknown", "unavailable") for e in lifetime) or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        time.sleep(5)  # a few more readings after the restart
+        midnights = sum(processes.log(name).count(" closed: ") for name in ("flowbridge", "flowbridge-again"))
+        query = urllib.parse.urlencode({"filter_entity_id": ",".join(lifetime), "minimal_response": "", "no_attributes": ""})
+        history = ha.rest("GET", f"/api/history/period/{urllib.parse.quote(started_at.isoformat())}?{query}") or []
+        rows = []
+        for states in history:
+            entity = states[0]["entity_id"]
+            numbers = [float(s["state"]) for s in states if s["state"] not in ("unknown", "unavailable")]
+            falls = [(a, b) for a, b in zip(numbers, numbers[1:]) if b < a]
+            if falls:
+                problems.append(f"{entity} fell in Home Assistant's history: {falls[:3]}")
+            if len(numbers) < 2:
+                problems.append(f"{entity}: {len(numbers)} numeric states in Home Assistant's history, too few to tell")
+            rows.append([entity, len(numbers), numbers[0] if numbers else "-", numbers[-1] if numbers else "-", len(falls)])
+        say(f"the lifetime sensors across a restart of flowbridge (and {midnights} midnights the run crossed):")
+        table(rows, ["entity", "states", "first", "last", "falls"])
+        if len(rows) != len(lifetime):
+            problems.append(f"Home Assistant's history has {len(rows)} of the {len(lifetime)} lifetime sensors")
 
         # flowbridge stops: its last will (offline) makes every entity unavailable.
         Processes.stop(daemon)

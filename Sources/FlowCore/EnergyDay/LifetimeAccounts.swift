@@ -34,6 +34,13 @@ public struct LifetimeAccounts: Sendable, Equatable {
 
     public init() {}
 
+    /// The sums of closed days counted elsewhere (the day book's), through `throughDay`.
+    public init(throughDay: CivilDate?, closedKWh: [String: [EnergyAccount: Double]], closedMoney: [String: Money]) {
+        self.throughDay = throughDay
+        self.closedKWh = closedKWh
+        self.closedMoney = closedMoney
+    }
+
     /// The last day added as it was added: the same day offered again, amended (a counter's rise
     /// across midnight counted after it closed), adds what it gained. Not saved: a restart keeps no
     /// closed day to amend.

@@ -8,12 +8,19 @@ public struct FlowConfig: Sendable, Equatable {
     public var progressWidgets: [ProgressWidgetConfig]
     /// What the grid charges and pays; nil: no money is counted.
     public var tariff: TariffConfig?
+    /// The day of the month a billing month starts on (`billing_day:`, 1–28): the money of
+    /// `period: billing`.
+    public var billingDay: Int
 
-    public init(sources: [SourceConfig], widgets: [FlowWidgetConfig], progressWidgets: [ProgressWidgetConfig] = [], tariff: TariffConfig? = nil) {
+    public init(
+        sources: [SourceConfig], widgets: [FlowWidgetConfig], progressWidgets: [ProgressWidgetConfig] = [], tariff: TariffConfig? = nil,
+        billingDay: Int = 1
+    ) {
         self.sources = sources
         self.widgets = widgets
         self.progressWidgets = progressWidgets
         self.tariff = tariff
+        self.billingDay = billingDay
     }
 
     /// Each source's position by name (the last of a name, in a config no loader let through).
@@ -362,6 +369,8 @@ public enum MoneyFigure: String, Sendable, CaseIterable {
     case netCost = "net_cost"
     /// The import price in force now, fees and VAT in: `Now €0.312/kWh`.
     case priceNow = "price_now"
+    /// The widget's net cost of the calendar month so far: `Net this month €31.40`.
+    case monthNetCost = "net_cost_month"
 }
 
 /// A `progress` widget (`spec/progress-template.txt`): one bar derived from the engine's state,
@@ -400,9 +409,10 @@ public enum ProgressMeasure: Sendable, Equatable {
     case selfSufficiency
     /// Today's production (the inputs' totals) against a daily goal.
     case productionGoal(goalKWh: Double)
-    /// Today's net cost (import − export + the standing charge so far) against a daily budget,
-    /// an amount in the tariff's currency.
-    case cost(budget: Double)
+    /// The net cost (import − export + the standing charge so far) of `period` so far (today,
+    /// the calendar month, the billing month) against a budget for that period, an amount in the
+    /// tariff's currency.
+    case cost(budget: Double, period: MoneyPeriod = .day)
 
     /// The config's word for it.
     public var word: String {

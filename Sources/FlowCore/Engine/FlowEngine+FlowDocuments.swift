@@ -58,14 +58,17 @@ extension FlowEngine {
         return FlowContent(shared: shared, unit: widgets[position].config.unit, inputs: inputs, output: output, storage: storage, exchange: exchange)
     }
 
-    /// `Net today €1.18` or `Now €0.312/kWh` (the import price, fees and VAT in; `No price now`
-    /// while a price source is silent past its `stale_after`), to the cent or the tenth of a cent
+    /// `Net today €1.18`, `Net this month €31.40` (the month's closed days and today) or `Now
+    /// €0.312/kWh` (the import price, fees and VAT in; `No price now` while a price source is
+    /// silent past its `stale_after`), to the cent or the tenth of a cent
     /// the text shows: the widget is pushed when the text changes, not at every message.
     func moneySubtitle(_ figure: MoneyFigure, ofWidget position: Int, at now: Date) -> String? {
         guard let currency = config.tariff?.currency else { return nil }
         switch figure {
         case .netCost:
             return moneyReport(of: position, at: now).map { "Net today \(currency.text($0.netCost))" }
+        case .monthNetCost:
+            return periodMoney(.month, of: position, at: now).map { "Net this month \(currency.text($0.netCost))" }
         case .priceNow:
             return pricing.importPrices?.price(at: now, zone: zone).map { "Now \(currency.priceText($0))" } ?? "No price now"
         }

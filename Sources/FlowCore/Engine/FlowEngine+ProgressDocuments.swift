@@ -32,8 +32,8 @@ extension FlowEngine {
         case .productionGoal(let goalKWh):
             guard let made = productionDocument(gauge, goalKWh: goalKWh, at: now, silent: &silent) else { return nil }
             document = made
-        case .cost(let budget):
-            guard let made = costDocument(gauge, budget: budget, at: now, silent: &silent) else { return nil }
+        case .cost(let budget, let period):
+            guard let made = costDocument(gauge, budget: budget, period: period, at: now, silent: &silent) else { return nil }
             document = made
         }
         if gauge.config.staleMarker, !silent.isEmpty {
@@ -183,22 +183,32 @@ extension FlowEngine {
 
     // MARK: - The day's money
 
-    /// Net cost / budget within 0…1 (a day that earned more than it cost shows 0); rows: Net
+    /// Net cost / budget within 0…1 (a period that earned more than it cost shows 0); rows: Net
     /// first, the figure people want and one of the three the large card draws (`€1.18 of €5.00`,
-    /// or `earned €0.08; budget €5.00` on a day whose bar stands at 0 because it earned), Import,
-    /// Export (with an export price; earnings shown as money off the bill, `−€0.45`), Saved (with
-    /// an output), and Unpriced kWh once a Wh flowed without a price, to the Wh.
+    /// or `earned €0.08; budget €5.00` on a day whose bar stands at 0 because it earned; `€62.00
+    /// of €90.00` with the unit `this month` or `this bill` for a month), Import, Export (with an export price; earnings shown as
+    /// money off the bill, `−€0.45`), and for the day Saved (with an output) and Unpriced kWh once
+    /// a Wh flowed without a price, to the Wh. A month's or a billing month's figures are its
+    /// closed days' (`periods`) and today's.
     ///
     /// Every figure is the currency's smallest unit (a cent), and so is the net cost the bar is
     /// made of: the document changes, and the policy pushes it, when a figure it shows moves,
     /// never for a fraction of a cent at each message.
-    func costDocument(_ gauge: GaugeState, budget: Double, at now: Date, silent: inout [(name: String, since: Date)]) -> GaugeDocument? {
-        guard let flow = gauge.flow, hasRead(gauge), let money = moneyReport(of: flow, at: now) else { return nil }
+    func costDocument(
+        _ gauge: GaugeState, budget: Double, period: MoneyPeriod, at now: Date, silent: inout [(name: String, since: Date)]
+    ) -> GaugeDocument? {
+        guard let flow = gauge.flow, hasRead(gauge), let money = periodMoney(period, of: flow, at: now) else { return nil }
         let policy = gauge.config.policy
         let currency = money.currency
         let earned = currency.rounded(money.netCost) < 0
         let net = earned ? "earned \(currency.text(-money.netCost)); budget \(currency.text(budget))" : "\(currency.text(money.netCost)) of \(currency.text(budget))"
-        var rows = [StatRow(label: "Net", value: net), StatRow(label: "Import", value: currency.text(money.importCost))]
+        // The period in the row's unit (16 characters): its value keeps the 32 a budget's text needs.
+        let span: String? = switch period {
+        case .day: nil
+        case .month: "this month"
+        case .billing: "this bill"
+        }
+        var rows = [StatRow(label: "Net", value: net, unit: span), StatRow(label: "Import", value: currency.text(money.importCost))]
         if pricing.exportPrices != nil { rows.append(StatRow(label: "Export", value: currency.text(-money.exportEarnings))) }
         if let saved = savedRow(money) { rows.append(saved) }
         if money.unpricedTotalKWh >= MoneyReport.unpricedShownKWh {
@@ -209,6 +219,13 @@ extension FlowEngine {
         silent = silentNodes(of: flow, where: { $0.place == .exchange || $0.place == .output }, at: now)
         let value = policy.fraction(currency.rounded(money.netCost) / budget)
         return GaugeDocument(content: ProgressContent(shared: gauge.config.shared, value: value, statRows: rows), rateW: nil)
+    }
+
+    /// Flow widget `position`'s money of `period` through now: today's, with the closed days of
+    /// the month or billing month before it; nil without a tariff or a day.
+    func periodMoney(_ period: MoneyPeriod, of position: Int, at now: Date) -> MoneyReport? {
+        guard let date = day?.date else { return nil }
+        return periods.money(period, of: widgets[position].config.name, today: moneyReport(of: position, at: now), on: date, zone: zone)
     }
 
     /// `Saved €2.80`: what the panels and the battery saved today; nil without an output.

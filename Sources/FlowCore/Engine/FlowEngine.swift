@@ -232,10 +232,18 @@ public struct FlowEngine: Sendable {
         get { dayClock.day }
         set { dayClock.day = newValue }
     }
+    /// The day closed last; setting it (a day closed, or amended) adds it to `periods` too.
     public internal(set) var lastClosedDay: ClosedDay? {
         get { dayClock.lastClosedDay }
-        set { dayClock.lastClosedDay = newValue }
+        set {
+            dayClock.lastClosedDay = newValue
+            if let newValue { periods.add(newValue) }
+        }
     }
+    /// The closed days of the month and the billing month: their money with today's is what a
+    /// progress bar of `period: month` and a subtitle of the month show. The daemon seeds it from
+    /// the day book at its start; the engine adds each day it closes.
+    public var periods: PeriodTotals
     /// When the daemon's first subscription was in place: a source's silence counts from here.
     public internal(set) var subscribedAt: Date? {
         get { dayClock.subscribedAt }
@@ -252,6 +260,7 @@ public struct FlowEngine: Sendable {
     public init(config: FlowConfig, zone: any LocalTimeZone) {
         self.config = config
         self.zone = zone
+        periods = PeriodTotals(billingDay: config.billingDay)
         bank = SourceBank(config: config)
         dayClock = DayClock(jumpSeconds: config.sources.map(\.maxGapSeconds).max() ?? SourceConfig.defaultMaxGapSeconds)
         let index = config.sourcePositions
