@@ -114,6 +114,9 @@ final class Bridge: Sendable {
         state.withLock { state in dispatch(state.engine.subscribed(at: now), &state) }
     }
 
+    /// `tick(at:monotonic:)` at one reading of the daemon's clock.
+    func tick(reading: (now: Date, monotonic: ContinuousClock.Instant)) { tick(at: reading.now, monotonic: reading.monotonic) }
+
     /// Lets time pass: deadlines, and a save of the state when `SavePolicy` finds one due. A wall
     /// clock that stepped since the last event (against `monotonic`) is told to the engine first.
     func tick(at now: Date, monotonic: ContinuousClock.Instant = .now) {

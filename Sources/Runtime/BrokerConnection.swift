@@ -82,7 +82,8 @@ final class BrokerConnection: Service {
             if let listener = listeners.first(where: { $0.filter.matches(message.topic) }) {
                 listener.sink.receive(topic: message.topic, payload: message.payload, retained: message.retained)
             } else {
-                bridge.receive(message, at: bridge.time.now(), monotonic: bridge.time.monotonic(), inBatch: true)
+                let time = bridge.time.read()
+                bridge.receive(message, at: time.now, monotonic: time.monotonic, inBatch: true)
             }
         case .caughtUp:
             // Also after the stop began: a message taken just before it waits for this.

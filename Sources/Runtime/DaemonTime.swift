@@ -23,13 +23,15 @@ package struct DaemonTime: Sendable {
         monotonicOrigin = ContinuousClock.now.advanced(by: .seconds(origin.timeIntervalSinceNow))
     }
 
-    package func now() -> Date {
-        let wall = Date()
-        return speed == 1 ? wall : origin.addingTimeInterval(max(0, wall.timeIntervalSince(origin)) * speed)
-    }
+    package func now() -> Date { read().now }
 
-    package func monotonic() -> ContinuousClock.Instant {
-        let now = ContinuousClock.now
-        return speed == 1 ? now : monotonicOrigin.advanced(by: max(.zero, monotonicOrigin.duration(to: now)) * speed)
+    /// The time and the monotonic instant, for the engine to tell a step of the wall clock. At
+    /// `speed` both come from one reading of the monotonic clock: read apart, a thread preempted
+    /// between the two readings would look, N times magnified, like a step.
+    package func read() -> (now: Date, monotonic: ContinuousClock.Instant) {
+        guard speed != 1 else { return (Date(), ContinuousClock.now) }
+        let elapsed = monotonicOrigin.duration(to: ContinuousClock.now)
+        let seconds = max(0, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18) * speed
+        return (origin.addingTimeInterval(seconds), monotonicOrigin.advanced(by: .seconds(seconds)))
     }
 }

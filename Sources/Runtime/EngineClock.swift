@@ -13,7 +13,7 @@ struct EngineClock: Service {
         try await cancelOnGracefulShutdown {
             var second = 0
             while (try? await Task.sleep(for: .seconds(1))) != nil {
-                bridge.tick(at: bridge.time.now(), monotonic: bridge.time.monotonic())
+                bridge.tick(reading: bridge.time.read())
                 second += 1
                 status.watchdog()
                 messages.sendKeepalives(bridge.config.keepalives, atSecond: second)
@@ -21,6 +21,6 @@ struct EngineClock: Service {
                 status.update { $0.silentSources = silent }
             }
         }
-        bridge.tick(at: bridge.time.now(), monotonic: bridge.time.monotonic())
+        bridge.tick(reading: bridge.time.read())
     }
 }
