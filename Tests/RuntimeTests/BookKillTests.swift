@@ -70,6 +70,9 @@ struct BookKillTests {
         func closedDays() -> [BookDay] {
             (try? DayBook(path: bookPath, create: false, readOnly: true).days(from: CivilDate(year: 2000, month: 1, day: 1), through: CivilDate(year: 2100, month: 1, day: 1))) ?? []
         }
+        // Up first (its signals taken over: a stop sent earlier would meet the default action),
+        // then on until the book holds a closed day (the kills' runs may have closed one).
+        #expect(await last.waitFor("subscribed to"), "\(last.text)")
         #expect(await eventually(timeout: .seconds(90)) { !closedDays().isEmpty || !last.process.isRunning }, "killed at \(moments) ms: \(last.text)")
         await last.stop()
 
