@@ -80,14 +80,15 @@ public struct SlotMoney: Sendable, Equatable {
     /// no price; the billed price follows (`exchangeKWh`: the slot's grid energy, with it).
     mutating func add(_ amount: Double, unpricedKWh: Double, of account: EnergyAccount, exchangeKWh: [EnergyAccount: Double]) {
         if unpricedKWh > 0 { self.unpricedKWh[account, default: 0] += unpricedKWh }
+        let (total, price): (WritableKeyPath<Self, Double>, WritableKeyPath<Self, Double?>)
         switch account {
-        case .imported:
-            importCost += amount
-            importPricePerKWh = Self.billedPrice(importCost, energyKWh: exchangeKWh[.imported] ?? 0, unpricedKWh: self.unpricedKWh[.imported] ?? 0) ?? importPricePerKWh
-        case .exported:
-            exportEarnings += amount
-            exportPricePerKWh = Self.billedPrice(exportEarnings, energyKWh: exchangeKWh[.exported] ?? 0, unpricedKWh: self.unpricedKWh[.exported] ?? 0) ?? exportPricePerKWh
-        default: break
+        case .imported: (total, price) = (\.importCost, \.importPricePerKWh)
+        case .exported: (total, price) = (\.exportEarnings, \.exportPricePerKWh)
+        default: return
         }
+        self[keyPath: total] += amount
+        self[keyPath: price] =
+            Self.billedPrice(self[keyPath: total], energyKWh: exchangeKWh[account] ?? 0, unpricedKWh: self.unpricedKWh[account] ?? 0)
+            ?? self[keyPath: price]
     }
 }
