@@ -5,7 +5,8 @@ import FoundationEssentials
 public enum BookGrouping: String, Sendable, CaseIterable {
     /// Each 15-minute slot.
     case slot
-    /// Each hour (UTC-aligned, as the slots are).
+    /// Each local hour: four slots (the slots are UTC-aligned, and every zone's offset is a whole
+    /// number of quarter hours, so a local hour is four whole slots in Kolkata or Kathmandu too).
     case hour
     /// Each local day.
     case day
@@ -43,7 +44,9 @@ extension DayBook {
             let step = grouping == .slot ? ClosedSlot.seconds : 3600
             return Self.merged(
                 try slots(from: firstDay.start, to: lastDay.end).map { slot in
-                    let start = Date(timeIntervalSince1970: (slot.start.timeIntervalSince1970 / step).rounded(.down) * step)
+                    // Cut on the local clock: an hour row is the hour a person reads on it.
+                    let offset = Double(zone.utcOffsetSeconds(at: slot.start))
+                    let start = Date(timeIntervalSince1970: ((slot.start.timeIntervalSince1970 + offset) / step).rounded(.down) * step - offset)
                     return BookRow(
                         start: start, end: start.addingTimeInterval(step), label: RFC3339.format(start, utcOffsetSeconds: zone.utcOffsetSeconds(at: start)), widget: slot.widget,
                         accountsKWh: BookMoney.sum(slot.energyKWh.values), money: slot.money.map(BookMoney.init(slot:)),

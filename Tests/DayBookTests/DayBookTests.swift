@@ -117,6 +117,29 @@ func homeDay(_ date: CivilDate, zone: any LocalTimeZone = berlin) -> (slots: [Cl
         #expect(try book.rows(of: period, by: .hour, zone: berlin).count == Int(hours))
     }
 
+    /// Hour rows follow the local clock, whatever the zone's offset: a day of Kolkata (+05:30) or
+    /// Kathmandu (+05:45) is 24 rows that each start on a local full hour and hold four slots,
+    /// where hours cut on UTC would give 25 rows of partial hours.
+    @Test(arguments: ["Asia/Kolkata", "Asia/Kathmandu", "Europe/Berlin"])
+    func hourRowsAreLocalHours(_ identifier: String) throws {
+        let zone = SystemTimeZone(identifier: identifier)!
+        let folder = BookFolder()
+        let book = try DayBook(path: folder.book)
+        let date = CivilDate(year: 2026, month: 6, day: 10)
+        let (slots, day) = homeDay(date, zone: zone)
+        try book.write(slots: slots, days: [day])
+        let rows = try book.rows(of: BookPeriod(first: date, last: date), by: .hour, zone: zone)
+        #expect(rows.count == 24)
+        for row in rows {
+            #expect(row.hours == 1, "\(row.label)")
+            #expect(row.end.timeIntervalSince(row.start) == 3600, "\(row.label)")
+            #expect(row.label.dropFirst(13).hasPrefix(":00:00"), "\(row.label) starts on a local full hour")
+        }
+        #expect(rows.first?.start == day.start)
+        let importedKWh: Double = rows.map { $0.accountsKWh[.imported] ?? 0 }.reduce(0, +)
+        #expect(abs(importedKWh - (day.accountsKWh[.imported] ?? 0)) < 1e-9)
+    }
+
     /// A day not closed yet (today) is read as the sum of its closed slots.
     @Test func aDayWithoutItsRowIsTheSumOfItsSlots() throws {
         let folder = BookFolder()
