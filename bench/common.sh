@@ -32,10 +32,23 @@ wait_subscribed() {
 # the threads that ended are counted too).
 cpu_seconds() { awk -v t="$(getconf CLK_TCK)" '{ print ($14 + $15) / t }' "/proc/$1/stat"; }
 
-# A process's nanoseconds on a processor and its context switches, summed over its threads
-# (/proc/PID/task/*/schedstat: finer than ticks, but a thread that ends takes its time with it).
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ n += $1 } END { printf "%d", n }'; }
-switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/_ctxt_switches:/ { n += $2 } END { printf "%d", n }'; }
+# threads_now PID: a line per thread of the process, "TID NS SWITCHES": its nanoseconds on a
+# processor (/proc/PID/task/TID/schedstat: finer than ticks) and its context switches, voluntary
+# and not (its status).
+threads_now() {
+  for task in /proc/"$1"/task/*; do
+    ns=$(cut -d' ' -f1 "$task/schedstat" 2>/dev/null) || continue  # ended meanwhile
+    echo "${task##*/} $ns $(awk '/_ctxt_switches:/ { n += $2 } END { print n + 0 }' "$task/status" 2>/dev/null)"
+  done
+}
+
+# threads_since FILE PID: "NS SWITCHES" that the process's threads have added since FILE (what
+# threads_now said then), thread by thread: a thread that ended in between (a dispatch worker
+# retires after a few idle seconds) must not take what it had used before off the sum.
+threads_since() {
+  threads_now "$2" | awk 'NR == FNR { ns[$1] = $2; sw[$1] = $3; next } { n += $2 - ns[$1]; s += $3 - sw[$1] }
+    END { printf "%d %d", n, s }' "$1" -
+}
 
 # bench_config PORT STATE WINDOW: bench/bench.yaml for the broker's PORT, with the state file
 # STATE and the window listening on loopback port WINDOW, on standard output.

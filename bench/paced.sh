@@ -10,9 +10,11 @@
 # CPU is each consumer's time on a processor, summed over its threads (/proc/PID/task/*/schedstat,
 # in nanoseconds: /proc/PID/stat's ticks are 10 ms, too coarse for a few milliseconds a second);
 # wake-ups are its context switches, voluntary and not, summed over its threads
-# (/proc/PID/task/*/status). Both are taken once every consumer is subscribed and again once each
-# has printed the sentinel ({"power": 424242}, the last reading; 42424 in what it prints, since the
-# default policy rounds it to 424240 W), and divided by the readings.
+# (/proc/PID/task/*/status); both thread by thread, so that a thread that ends meanwhile (Dispatch's
+# idle workers do, seconds after the start) does not take off its earlier time. Both are taken once
+# every consumer is subscribed and again once each has printed the sentinel ({"power": 424242}, the
+# last reading; 42424 in what it prints, since the default policy rounds it to 424240 W), and
+# divided by the readings.
 # usage: bench/paced.sh FLOWBRIDGE_BINARY [ROUNDS] [RATE:COUNT ...]   (default 3 rounds, 100:6000 10:1200)
 #   environment: BENCH_BIN (a folder holding meterpub; made here when unset), BENCH_LIBS as in ingest.sh
 set -eu
@@ -59,8 +61,8 @@ one_round() {  # RATE COUNT
   done
   wait_subscribed "$dir" ${#names[@]}
   sleep 0.5
-  local before_cpu=() before_switches=() seen=()
-  for i in "${!names[@]}"; do before_cpu[$i]=$(cpu_ns "${consumers[$i]}"); before_switches[$i]=$(switches "${consumers[$i]}"); done
+  local seen=()
+  for i in "${!names[@]}"; do threads_now "${consumers[$i]}" > "$dir/threads-$i"; done
   "$BENCH_BIN/meterpub" -r "$rate" "$port" "$count" bench/meter > /dev/null
   local published waiting
   published=$(date +%s.%N)
@@ -78,9 +80,11 @@ one_round() {  # RATE COUNT
     fi
     sleep 0.002
   done
+  local added
   for i in "${!names[@]}"; do
-    awk -v name="${names[$i]}" -v rate="$rate" -v n="$((count + 1))" -v cpu="$(($(cpu_ns "${consumers[$i]}") - before_cpu[i]))" \
-      -v switches="$(($(switches "${consumers[$i]}") - before_switches[i]))" -v a="$published" -v b="${seen[$i]}" 'BEGIN {
+    added=$(threads_since "$dir/threads-$i" "${consumers[$i]}")
+    awk -v name="${names[$i]}" -v rate="$rate" -v n="$((count + 1))" -v cpu="${added% *}" \
+      -v switches="${added#* }" -v a="$published" -v b="${seen[$i]}" 'BEGIN {
       printf "paced %s/s %s: %.2f us CPU/reading, %.2f wake-ups/reading, sentinel after %d ms\n", rate, name, cpu / n / 1000, switches / n, (b - a) * 1000
     }' | tee -a "$results"
   done
