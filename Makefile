@@ -52,6 +52,10 @@ BENCH_ROUNDS ?= 3
 BENCH_IDLE_SECONDS ?= 60
 # The paced runs of `make bench` (bench/paced.sh): RATE:COUNT, COUNT readings at RATE a second.
 BENCH_PACES ?= 100:6000 10:1200
+# The hostile part of `make bench` (bench/hostile.sh): BENCH_ROUNDS rounds of two phases this long
+# (seconds), quiet and under hostile clients, with readings at this rate (a second).
+BENCH_HOSTILE_SECONDS ?= 30
+BENCH_HOSTILE_RATE ?= 10
 # Where `make screenshot` writes its pictures and screenshots.
 SCREENSHOTS ?= .build/screenshots
 # The debug build, as the recipes find it.
@@ -63,7 +67,7 @@ DEMO_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= PayloadDecoder Config MergePatch
 
-.PHONY: deps build run test release deb package-check image addon bench sd-writes screenshot ha-check soak fuzz fuzz-seeds clean
+.PHONY: deps build run test release deb package-check image addon bench bench-hostile sd-writes screenshot ha-check soak fuzz fuzz-seeds clean
 
 ## deps: install the Debian packages that are missing (apt-get, via sudo when not root).
 deps:
@@ -131,13 +135,25 @@ addon:
 ## HTTPS; interleaved rounds, medians of CPU per message, lag and memory (RSS, PSS, USS), ratios,
 ## where the push's memory goes by mapping, the CPU of a minute of silence, and whether each
 ## target is met (bench/NOTES.md); then the same readings at a home's pace, one at a time
-## (bench/paced.sh, BENCH_PACES): CPU and wake-ups per reading against the floor's, on one broker.
+## (bench/paced.sh, BENCH_PACES): CPU and wake-ups per reading against the floor's, on one broker;
+## then bench-hostile.
 bench: release
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(BENCH_PACKAGES)"
 	$(SWIFT) build --product WidgetStandIn
 	bench/run.sh .build/release/flowbridge $(BENCH_MESSAGES) $(BENCH_ROUNDS) $(BENCH_IDLE_SECONDS) \
 	  "$$($(SWIFT) build --show-bin-path)/WidgetStandIn"
 	bench/paced.sh .build/release/flowbridge $(BENCH_ROUNDS) $(BENCH_PACES)
+	@$(MAKE) --no-print-directory bench-hostile
+
+## bench-hostile: the readings' lag and the pushes while hostile clients hammer the window
+## (bench/hostile.sh): readings at a home's pace (BENCH_HOSTILE_RATE a second), each a push on
+## standard output, each one's lag from its publish to its push; BENCH_ROUNDS rounds of
+## BENCH_HOSTILE_SECONDS quiet, then as long with 1,000 idle connections, clients sending a byte a
+## second, 100 MB requests, `..` paths, odd methods and wrong credentials all at once. Per phase:
+## readings, pushes, the lag's median, p95 and max, the daemon's CPU, VmRSS and PSS.
+bench-hostile: release
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(BENCH_PACKAGES)"
+	bench/hostile.sh .build/release/flowbridge $(BENCH_ROUNDS) $(BENCH_HOSTILE_SECONDS) $(BENCH_HOSTILE_RATE)
 
 ## sd-writes: what the demo home costs an SD card, state and day book together: the daemon's own
 ## write_bytes (/proc/PID/io) and its fsync/fdatasync calls (strace) over SD_SECONDS of

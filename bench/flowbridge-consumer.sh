@@ -9,8 +9,10 @@
 # watches for its sentinel), in a real run.
 # usage: flowbridge-consumer.sh BINARY PORT WINDOW_PORT [PUSH_URL [CA_FILE]]
 set -eu
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
 dir=$(mktemp -d "${BENCH_BIN:-/tmp}/flowbridge-consumer-XXXXXX")  # run.sh removes its BENCH_BIN
-sed -e "s/@PORT@/$2/" -e "s|@STATE@|$dir/state.json|" -e "s/@WINDOW@/$3/" "$(dirname "$0")/bench.yaml" > "$dir/config.yaml"
+bench_config "$2" "$dir/state.json" "$3" > "$dir/config.yaml"
 # The scraper: this shell's process is flowbridge's after the exec below; it ends with it.
 metrics="http://127.0.0.1:$3/metrics"
 flowbridge=$$

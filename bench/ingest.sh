@@ -16,24 +16,22 @@
 set -eu
 name=$1 n=$2 command=$3
 bin=${BENCH_BIN:?BENCH_BIN: the folder holding meterpub}
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
 dir=$(mktemp -d /tmp/flowbridge-bench-XXXXXX)
-port=$(free_port); port2=$(free_port)
-printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n' "$port" > "$dir/mosquitto.conf"
 # With BENCH_LIBS (a folder of private copies of the libraries: bench/run.sh), the broker and the
 # consumer load their libraries from there.
 libraries=${BENCH_LIBS:+LD_LIBRARY_PATH=$BENCH_LIBS}
-env $libraries mosquitto -c "$dir/mosquitto.conf" > "$dir/mosquitto.log" 2>&1 & broker=$!
+start_broker "$dir"
+port=$broker_port; port2=$(free_port)
 consumer=
-trap 'kill $broker 2>/dev/null; [ -n "$consumer" ] && kill $consumer 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
-until grep -q "running" "$dir/mosquitto.log" 2>/dev/null; do sleep 0.05; done
+trap 'kill $broker_pid 2>/dev/null; [ -n "$consumer" ] && kill $consumer 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
 expand() { local text=${1//\{PORT\}/$port}; echo "${text//\{PORT2\}/$port2}"; }
 env $libraries bash -c "exec $(expand "$command")" > "$dir/out" 2> "$dir/err" & consumer=$!
 # Connected and subscribed: the broker has sent its SUBACK.
 for _ in $(seq 200); do grep -q "Sending SUBACK" "$dir/mosquitto.log" && break; sleep 0.05; done
 sleep 0.5
-ticks=$(getconf CLK_TCK)
-cpu() { awk -v t="$ticks" '{ print ($14 + $15) / t }' "/proc/$consumer/stat"; }
+cpu() { cpu_seconds "$consumer"; }
 idle=-
 if [ -n "${IDLE:-}" ]; then
   before=$(cpu); sleep "$IDLE"; idle=$(awk -v a="$before" -v b="$(cpu)" 'BEGIN { printf "%.2f", b - a }')

@@ -9,10 +9,16 @@
  * own deadline, so a late one does not shift the rest), as a home's meters send them: each reaches
  * a consumer alone, never in a backlog.
  *
+ * With -s STAMPS, each reading's value is distinct, 1000 + its index in whole watts (a slot's
+ * readings 3 W apart: each one a push under bench/bench.yaml's policy), and a line per reading,
+ * the sentinel included, goes to the file STAMPS as it is handed to the broker:
+ * "<CLOCK_MONOTONIC seconds> <slot> <watts>", so that a reader of the consumer's output on the
+ * same clock finds each reading again by its value and knows how long it took (bench/hostile.sh).
+ *
  * Prints one line: "publish <seconds> lag <milliseconds>", the lag measured from the last
  * acknowledgement to the sentinel showing up in WATCH (-1 without WATCH).
  *
- * usage: meterpub [-r RATE] PORT N PREFIX [WATCH]
+ * usage: meterpub [-r RATE] [-s STAMPS] PORT N PREFIX [WATCH]
  */
 #include <mosquitto.h>
 #include <math.h>
@@ -70,13 +76,18 @@ static int sentinel_seen(const char *path, long *offset, char *tail) {
 }
 
 int main(int argc, char **argv) {
+    static const char *usage = "usage: meterpub [-r RATE] [-s STAMPS] PORT N PREFIX [WATCH]\n";
     double rate = 0;
-    for (int option; (option = getopt(argc, argv, "r:")) != -1;) {
-        if (option != 'r' || (rate = atof(optarg)) <= 0) { fprintf(stderr, "usage: meterpub [-r RATE] PORT N PREFIX [WATCH]\n"); return 64; }
+    FILE *stamps = NULL;
+    for (int option; (option = getopt(argc, argv, "r:s:")) != -1;) {
+        if (option == 'r' && (rate = atof(optarg)) > 0) continue;
+        if (option == 's' && (stamps = fopen(optarg, "w")) != NULL) continue;
+        fputs(usage, stderr);
+        return 64;
     }
     argc -= optind - 1;
     argv += optind - 1;
-    if (argc < 4) { fprintf(stderr, "usage: meterpub [-r RATE] PORT N PREFIX [WATCH]\n"); return 64; }
+    if (argc < 4) { fputs(usage, stderr); return 64; }
     int port = atoi(argv[1]);
     long n = atol(argv[2]);
     const char *prefix = argv[3], *watch = argc > 4 ? argv[4] : NULL;
@@ -97,8 +108,10 @@ int main(int argc, char **argv) {
             length = snprintf(payload, sizeof payload, "{\"power\": 424242}");
         } else {
             snprintf(topic, sizeof topic, "%s/%s", prefix, slots[i % 3]);
-            length = snprintf(payload, sizeof payload, "{\"power\": %.1f}", 1000 + 800 * sin(i / 50.0) + (i % 7));
+            length = stamps ? snprintf(payload, sizeof payload, "{\"power\": %ld}", 1000 + i)
+                            : snprintf(payload, sizeof payload, "{\"power\": %.1f}", 1000 + 800 * sin(i / 50.0) + (i % 7));
         }
+        if (stamps) fprintf(stamps, "%.6f %s %ld\n", now(), i == n ? "grid" : slots[i % 3], i == n ? 424242L : 1000 + i);
         int rc;
         while ((rc = mosquitto_publish(client, NULL, topic, length, payload, 1, false)) == MOSQ_ERR_NOMEM) pause_ms(1);
         if (rc != MOSQ_ERR_SUCCESS) { fprintf(stderr, "meterpub: %s\n", mosquitto_strerror(rc)); return 1; }
@@ -115,6 +128,7 @@ int main(int argc, char **argv) {
         }
         lag = (now() - published) * 1000;
     }
+    if (stamps) fclose(stamps);
     printf("publish %.3f lag %.0f\n", published - start, lag);
     mosquitto_disconnect(client);
     mosquitto_loop_stop(client, false);

@@ -10,9 +10,11 @@
 # CPU is each consumer's time on a processor, summed over its threads (/proc/PID/task/*/schedstat,
 # in nanoseconds: /proc/PID/stat's ticks are 10 ms, too coarse for a few milliseconds a second);
 # wake-ups are its context switches, voluntary and not, summed over its threads
-# (/proc/PID/task/*/status). Both are taken once every consumer is subscribed and again once each
-# has printed the sentinel ({"power": 424242}, the last reading; 42424 in what it prints, since the
-# default policy rounds it to 424240 W), and divided by the readings.
+# (/proc/PID/task/*/status); both thread by thread, so that a thread that ends meanwhile (Dispatch's
+# idle workers do, seconds after the start) does not take off its earlier time. Both are taken once
+# every consumer is subscribed and again once each has printed the sentinel ({"power": 424242}, the
+# last reading; 42424 in what it prints, since the default policy rounds it to 424240 W), and
+# divided by the readings.
 # usage: bench/paced.sh FLOWBRIDGE_BINARY [ROUNDS] [RATE:COUNT ...]   (default 3 rounds, 100:6000 10:1200)
 #   environment: BENCH_BIN (a folder holding meterpub; made here when unset), BENCH_LIBS as in ingest.sh
 set -eu
@@ -30,17 +32,13 @@ if [ -z "${BENCH_BIN:-}" ]; then
   gcc -O2 -D_POSIX_C_SOURCE=200809L -o "$BENCH_BIN/meterpub" "$here/meterpub.c" -lmosquitto -lm
 fi
 libraries=${BENCH_LIBS:+LD_LIBRARY_PATH=$BENCH_LIBS}
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-# A process's nanoseconds on a processor and its context switches, over all its threads.
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ n += $1 } END { printf "%d", n }'; }
-switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/_ctxt_switches:/ { n += $2 } END { printf "%d", n }'; }
+# shellcheck source=bench/common.sh
+. "$here/common.sh"
 # bench.yaml for PORT as flowbridge POLICY (pushed: bench.yaml's policy, every reading pushed;
 # default: no policy line, the defaults), with a client id, a state file and a window port of its
 # own (the window listens; nothing scrapes it here: bench/run.sh measures the scraped window).
 config() {  # POLICY PORT DIR
-  sed -e "s/@PORT@/$2/" -e "s|@STATE@|$3/state-$1.json|" -e "s/client_id: flowbridge-bench/client_id: flowbridge-$1/" \
-    -e "s/@WINDOW@/$(free_port)/" \
-    "$here/bench.yaml" > "$3/config-$1.yaml"
+  bench_config "$2" "$3/state-$1.json" "$(free_port)" | sed "s/client_id: flowbridge-bench/client_id: flowbridge-$1/" > "$3/config-$1.yaml"
   [ "$1" = pushed ] || sed -i '/^    policy:/d' "$3/config-$1.yaml"
   echo "$3/config-$1.yaml"
 }
@@ -49,10 +47,9 @@ results=$work/results
 one_round() {  # RATE COUNT
   local rate=$1 count=$2 dir port i
   dir=$(mktemp -d "$work/round-XXXXXX")
-  port=$(free_port)
-  printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\nlog_type all\n' "$port" > "$dir/mosquitto.conf"
-  env $libraries mosquitto -c "$dir/mosquitto.conf" > "$dir/mosquitto.log" 2>&1 & pids+=($!)
-  until grep -q "running" "$dir/mosquitto.log" 2>/dev/null; do sleep 0.05; done
+  start_broker "$dir" "log_type all"
+  pids+=("$broker_pid")
+  port=$broker_port
   local commands=(
     "mosquitto_sub -p $port -q 1 -t bench/meter/#"
     "$binary run --config $(config default "$port" "$dir") --dry-run --log-level warning"
@@ -62,10 +59,10 @@ one_round() {  # RATE COUNT
   for i in "${!names[@]}"; do
     env $libraries bash -c "exec ${commands[$i]}" > "$dir/out-$i" 2> "$dir/err-$i" & consumers+=($!); pids+=($!)
   done
-  until [ "$(grep -c "Sending SUBACK" "$dir/mosquitto.log")" -ge ${#names[@]} ]; do sleep 0.05; done
+  wait_subscribed "$dir" ${#names[@]}
   sleep 0.5
-  local before_cpu=() before_switches=() seen=()
-  for i in "${!names[@]}"; do before_cpu[$i]=$(cpu_ns "${consumers[$i]}"); before_switches[$i]=$(switches "${consumers[$i]}"); done
+  local seen=()
+  for i in "${!names[@]}"; do threads_now "${consumers[$i]}" > "$dir/threads-$i"; done
   "$BENCH_BIN/meterpub" -r "$rate" "$port" "$count" bench/meter > /dev/null
   local published waiting
   published=$(date +%s.%N)
@@ -83,9 +80,11 @@ one_round() {  # RATE COUNT
     fi
     sleep 0.002
   done
+  local added
   for i in "${!names[@]}"; do
-    awk -v name="${names[$i]}" -v rate="$rate" -v n="$((count + 1))" -v cpu="$(($(cpu_ns "${consumers[$i]}") - before_cpu[i]))" \
-      -v switches="$(($(switches "${consumers[$i]}") - before_switches[i]))" -v a="$published" -v b="${seen[$i]}" 'BEGIN {
+    added=$(threads_since "$dir/threads-$i" "${consumers[$i]}")
+    awk -v name="${names[$i]}" -v rate="$rate" -v n="$((count + 1))" -v cpu="${added% *}" \
+      -v switches="${added#* }" -v a="$published" -v b="${seen[$i]}" 'BEGIN {
       printf "paced %s/s %s: %.2f us CPU/reading, %.2f wake-ups/reading, sentinel after %d ms\n", rate, name, cpu / n / 1000, switches / n, (b - a) * 1000
     }' | tee -a "$results"
   done
