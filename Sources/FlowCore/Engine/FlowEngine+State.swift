@@ -363,10 +363,11 @@ extension PriceTimeline {
     /// whether the prices still mean anything; the hold (the source's `stale_after`) tells the
     /// daemon how long the saved prices hold without the feed's latest word (see `SavePolicy`).
     func json(currency: Currency) -> JSONValue? {
-        guard let source = config.base.sourceName, !points.isEmpty else { return nil }
+        guard let source = config.base.sourceName, !points.isEmpty || !schedule.isEmpty else { return nil }
         let list = points.map { JSONValue.array([.number($0.from.timeIntervalSince1970), .number($0.heard.timeIntervalSince1970), .number($0.basePerKWh)]) }
         var members: [String: JSONValue] = ["source": .string(source), "currency": .string(currency.code), "points": .array(list)]
         if let holdSeconds { members["hold"] = .number(holdSeconds) }
+        if !schedule.isEmpty { members["slots"] = schedule.json }
         return .object(members)
     }
 
@@ -388,6 +389,11 @@ extension PriceTimeline {
             restored.points.append(PricePoint(from: Date(timeIntervalSince1970: from), heard: Date(timeIntervalSince1970: heard), basePerKWh: price))
         }
         restored.points = Array(restored.points.suffix(PriceTimeline.maxPoints))
+        // A schedule reaches days past the saved day: its slots may end as late as it holds them.
+        let slotTimes = times.lowerBound...min(FlowEngine.plausibleSeconds.upperBound, times.upperBound + 9 * 86_400)
+        let (schedule, damaged) = PriceSchedule.restored(from: json["slots"], times: slotTimes)
+        if damaged { skip("the schedule of '\(source)' after \(schedule.slots.count) good slots") }
+        restored.schedule = schedule
         return restored
     }
 }
