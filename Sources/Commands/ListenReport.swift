@@ -233,7 +233,8 @@ struct ListenReport {
     }
 
     /// The slots a schedule source sent, as the engine holds them (the base price, before fees
-    /// and VAT), at most a day's 15-minute slots and then how many more.
+    /// and VAT; slots that ended before the energy still to be priced are let go), at most a
+    /// day's 15-minute slots and then how many more.
     func scheduleLines(_ source: SourceConfig, at now: Date) -> [String] {
         let slots = engine.scheduleSlots(ofSource: source.name)
         guard let first = slots.first, let last = slots.last else {
