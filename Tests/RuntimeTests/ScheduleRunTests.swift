@@ -11,27 +11,13 @@ import Testing
 /// unpriced), and a kill -9 keeps the schedule's prices.
 @Suite(.enabled(if: MosquittoBroker.isAvailable, MosquittoBroker.skipReason), .ownThread)
 struct ScheduleRunTests {
-    /// TariffRestartTests' site (a counter that rises 0.5 kWh a message), priced by a schedule.
-    static func config(port: Int, state: String) -> String {
-        """
-        timezone: UTC
-        mqtt: {host: 127.0.0.1, port: \(port), client_id: flowbridge-schedule}
-        state_file: \(state)
-        output: {stdout: true}
-        sources:
-          grid:   {topic: grid/power, max_power: 1e9}
-          meter:  {topic: grid/energy, unit: kWh, max_power: 1e9}
-          prices: {topic: evcc/site/forecast/grid, unit: EUR/MWh, schedule: true}
-        widgets:
-          power:
-            template: flow
-            flow:
-              output: {name: Home, rate: balance, total: integrate}
-              exchange: {name: Grid, rate: grid, total: {counter: meter}}
-            policy: {min_interval: 0s, settle: 0s}
-        tariff:
-          import: {price: prices, fees: 0.05}
-        """
+    /// TariffRestartTests' site (a counter that rises 0.5 kWh a message, fees 0.05), its price
+    /// source evcc's forecast instead of a single price.
+    static func config(port: Int, state: String) throws -> String {
+        let single = "price: {topic: market/price, unit: EUR/MWh, stale_after: 1h}"
+        let text = TariffRestartTests.config(port: port, state: state)
+        try #require(text.contains(single))
+        return text.replacingOccurrences(of: single, with: "price: {topic: evcc/site/forecast/grid, unit: EUR/MWh, schedule: true}")
     }
 
     static func importCost(in state: String) -> Double? {
@@ -48,7 +34,7 @@ struct ScheduleRunTests {
         let slots = (-1...1).map { "[\(Int(hour) + $0 * 3600), \(Int(hour) + ($0 + 1) * 3600), 300]" }
         try await broker.publish(topic: "evcc/site/forecast/grid", payload: "[" + slots.joined(separator: ",") + "]", retain: true)
 
-        let first = try RunTests.Daemon(config: Self.config(port: broker.port, state: state), folder: folder, name: "first")
+        let first = try RunTests.Daemon(config: try Self.config(port: broker.port, state: state), folder: folder, name: "first")
         #expect(await first.waitFor("subscribed to"), "\(first.text)")
         try await TariffRestartTests.meters(broker, seconds: 0...3, into: TariffRestartTests.Published())
         #expect(await first.waitFor(#""total":1.5"#), "\(first.text)")
@@ -59,7 +45,7 @@ struct ScheduleRunTests {
         first.process.send(SIGKILL)
         #expect(await first.process.waitForExit(timeout: .seconds(5)))
 
-        let second = try RunTests.Daemon(config: Self.config(port: broker.port, state: state), folder: folder, name: "second")
+        let second = try RunTests.Daemon(config: try Self.config(port: broker.port, state: state), folder: folder, name: "second")
         #expect(await second.waitFor("subscribed to"), "\(second.text)")
         try await TariffRestartTests.meters(broker, seconds: 4...6, into: TariffRestartTests.Published())
         #expect(await second.waitFor(#""total":3"#), "\(second.text)")

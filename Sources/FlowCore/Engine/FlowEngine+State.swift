@@ -389,9 +389,8 @@ extension PriceTimeline {
             restored.points.append(PricePoint(from: Date(timeIntervalSince1970: from), heard: Date(timeIntervalSince1970: heard), basePerKWh: price))
         }
         restored.points = Array(restored.points.suffix(PriceTimeline.maxPoints))
-        // A schedule reaches days past the saved day: its slots may end as late as it holds them.
-        let slotTimes = times.lowerBound...min(FlowEngine.plausibleSeconds.upperBound, times.upperBound + 9 * 86_400)
-        let (schedule, damaged) = PriceSchedule.restored(from: json["slots"], times: slotTimes)
+        // A schedule reaches past the saved day: its slots are plausible as far as a schedule's are.
+        let (schedule, damaged) = PriceSchedule.restored(from: json["slots"], times: times.lowerBound...FlowEngine.plausibleSeconds.upperBound)
         if damaged { skip("the schedule of '\(source)' after \(schedule.slots.count) good slots") }
         restored.schedule = schedule
         return restored

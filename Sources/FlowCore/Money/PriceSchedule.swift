@@ -59,47 +59,36 @@ public struct PriceSchedule: Sendable, Equatable {
         return low
     }
 
-    /// Takes a schedule heard at `now` (sorted, not overlapping, as `ScheduleFormat` gives them).
+    /// Takes a schedule heard at `now` (sorted, not overlapping, as `ScheduleFormat` gives them):
+    /// its slots from `now` on replace what the held ones say there; its slots before `now` fill
+    /// only what no held slot covers. Linear in the slots, apart from one sort.
     public mutating func take(_ schedule: [PriceSlot], at now: Date) {
-        var kept = slots
-        for slot in schedule where slot.end > now { kept = Self.cut(kept, from: max(slot.start, now), to: slot.end) }
-        var merged = kept
-        for slot in schedule {
-            if slot.end > now { merged.append(PriceSlot(start: max(slot.start, now), end: slot.end, basePerKWh: slot.basePerKWh)) }
-            if slot.start < now {
-                for gap in Self.gaps(in: kept, from: slot.start, to: min(slot.end, now)) {
-                    merged.append(PriceSlot(start: gap.lowerBound, end: gap.upperBound, basePerKWh: slot.basePerKWh))
-                }
-            }
-        }
-        slots = Self.joined(merged.sorted { $0.start < $1.start })
+        let future = schedule.filter { $0.end > now }.map { PriceSlot(start: max($0.start, now), end: $0.end, basePerKWh: $0.basePerKWh) }
+        let past = schedule.filter { $0.start < now }.map { PriceSlot(start: $0.start, end: min($0.end, now), basePerKWh: $0.basePerKWh) }
+        let kept = Self.subtract(future.map { $0.start..<$0.end }, from: slots)
+        let filled = Self.subtract(kept.map { $0.start..<$0.end }, from: past)
+        slots = Self.joined((kept + future + filled).sorted { $0.start < $1.start })
         if slots.count > Self.maxSlots { slots.removeFirst(slots.count - Self.maxSlots) }
     }
 
-    /// `slots` without the stretch `from..<to`: a slot across it is shortened, or split in two.
-    static func cut(_ slots: [PriceSlot], from: Date, to: Date) -> [PriceSlot] {
+    /// `slots` without the stretches of `ranges` (both sorted and apart): a slot across one is
+    /// shortened, or split around it.
+    static func subtract(_ ranges: [Range<Date>], from slots: [PriceSlot]) -> [PriceSlot] {
         var result: [PriceSlot] = []
+        result.reserveCapacity(slots.count + 1)
+        var first = 0
         for slot in slots {
-            guard slot.end > from, slot.start < to else {
-                result.append(slot)
-                continue
+            while first < ranges.count, ranges[first].upperBound <= slot.start { first += 1 }
+            var at = slot.start
+            var index = first
+            while index < ranges.count, ranges[index].lowerBound < slot.end {
+                if ranges[index].lowerBound > at { result.append(PriceSlot(start: at, end: ranges[index].lowerBound, basePerKWh: slot.basePerKWh)) }
+                at = max(at, ranges[index].upperBound)
+                index += 1
             }
-            if slot.start < from { result.append(PriceSlot(start: slot.start, end: from, basePerKWh: slot.basePerKWh)) }
-            if slot.end > to { result.append(PriceSlot(start: to, end: slot.end, basePerKWh: slot.basePerKWh)) }
+            if at < slot.end { result.append(PriceSlot(start: at, end: slot.end, basePerKWh: slot.basePerKWh)) }
         }
         return result
-    }
-
-    /// The stretches of `from..<to` no slot of `slots` covers.
-    static func gaps(in slots: [PriceSlot], from: Date, to: Date) -> [Range<Date>] {
-        var gaps: [Range<Date>] = []
-        var at = from
-        for slot in slots where slot.end > at && slot.start < to {
-            if slot.start > at { gaps.append(at..<slot.start) }
-            at = max(at, slot.end)
-        }
-        if at < to { gaps.append(at..<to) }
-        return gaps
     }
 
     /// Touching slots of one price as one: a schedule taken in the middle of a slot splits it, and
@@ -121,14 +110,6 @@ public struct PriceSchedule: Sendable, Equatable {
     mutating func forget(before horizon: Date) {
         let passed = firstIndex(endingAfter: horizon)
         if passed > 0 { slots.removeFirst(passed) }
-    }
-
-    /// The wall clock stepped by `seconds` without that time passing: the slots moved with it.
-    mutating func shift(by seconds: Double) {
-        for index in slots.indices {
-            slots[index].start.addTimeInterval(seconds)
-            slots[index].end.addTimeInterval(seconds)
-        }
     }
 
     /// As saved: `[[start, end, price], …]`.

@@ -104,7 +104,7 @@ public struct PriceTimeline: Sendable, Equatable {
             points[index].from.addTimeInterval(seconds)
             points[index].heard.addTimeInterval(seconds)
         }
-        schedule.shift(by: seconds)
+        // A schedule's slots are the feed's own times, not the stepped clock's: they stay.
     }
 
     /// Forgets the prices no stretch still to be priced can reach: those replaced before `horizon`.
