@@ -203,4 +203,15 @@ import Testing
         #expect(lines.contains("  standing charge: €0.40 per day, accrued through the local day"), "\(text)")
         #expect(lines.contains("  export: none (exported energy earns nothing)"), "\(text)")
     }
+
+    /// A schedule source: `check` says what it is and that the price waits for a slot for now.
+    @Test func checkSaysWhatAScheduleIs() throws {
+        let config = try DaemonConfig.parse(
+            TariffConfigTests.config(tariff: "  import: {price: prices}", sources: "  prices: {topic: evcc/site/forecast/grid, unit: EUR/kWh, schedule: true}"),
+            file: "t.yaml")
+        let text = ConfigSummary(config: config, zone: SystemTimeZone(identifier: "UTC")!, statePath: "/s", now: RFC3339.parse("2026-06-01T12:00:00Z")!).text
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.contains("  import: the schedule of source 'prices' (topic evcc/site/forecast/grid, EUR/kWh): each slot's price over its own times, unpriced where no slot covers"), "\(text)")
+        #expect(lines.contains("      now: unknown until the price source sends a schedule with a slot for now (energy before it is counted as unpriced)"), "\(text)")
+    }
 }
