@@ -359,7 +359,8 @@ extension DayMoney {
 
 extension PriceTimeline {
     /// A price source's prices as `{"source": name, "currency": code, "hold": seconds, "points":
-    /// [[from, heard, price], …]}`; nil for a price that needs none. The currency tells a restart
+    /// [[from, heard, price], …], "slots": [[start, end, price], …]}` (slots: a schedule's); nil for
+    /// a price that needs none. The currency tells a restart
     /// whether the prices still mean anything; the hold (the source's `stale_after`) tells the
     /// daemon how long the saved prices hold without the feed's latest word (see `SavePolicy`).
     func json(currency: Currency) -> JSONValue? {
