@@ -144,6 +144,7 @@ import Testing
         #expect(abs(report.importCost - 0.30) < 1e-9, "\(report.text)")
         let said = run.log.map(\.diagnostic.message).filter { $0.hasPrefix("source 'prices' (topic evcc/site/forecast/grid): ") }
         #expect(said.count == 1 && said.first?.contains(reason) == true, "\(said)")
+        #expect(said.first?.hasSuffix("; schedule ignored, the prices already known kept (1 so far)") == true, "\(said)")
     }
 }
 

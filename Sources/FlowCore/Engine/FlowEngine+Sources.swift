@@ -193,8 +193,9 @@ extension FlowEngine {
         out.append(.refused(Refusal(source: name, topic: topic, at: now, reason: reason)))
         bank.sources[position].stats.rejected += 1
         let count = bank.sources[position].stats.rejected
+        let ignored = bank.sources[position].config.schedule == nil ? "reading ignored" : "schedule ignored, the prices already known kept"
         note(.warning, key: "reject:\(name)", at: now, into: &out) {
-            "source '\(name)' (topic \(topic)): \(problem); reading ignored (\(count) so far)"
+            "source '\(name)' (topic \(topic)): \(problem); \(ignored) (\(count) so far)"
         }
     }
 
