@@ -18,7 +18,7 @@ public struct ScheduleSlot: Sendable, Equatable {
 /// Reads a price schedule out of an MQTT payload (`schedule:` on a price source): a JSON list of
 /// slots, each a price with the times it is in force, as price feeds publish them ahead:
 ///
-/// - evcc's `evcc/site/forecast/grid` (and `…/feedin`), from 0.203 on: `[{"start":
+/// - evcc's `evcc/site/forecast/grid` (and `…/feedIn`), from 0.203 on: `[{"start":
 ///   "2026-06-01T14:00:00+02:00", "end": "2026-06-01T14:15:00+02:00", "value": 0.312}, …]` (its
 ///   `api.Rate`, the currency per kWh; before 0.203 the price was `price`);
 /// - evcc's later arrays `[[1780315200, 1780316100, 0.312], …]` (start and end in Unix seconds);
