@@ -59,4 +59,17 @@ import Testing
         }
         #expect(stretches == [0.42, 0.54, nil])
     }
+
+    /// `price_now` names the next price's time alone within a day, with its date beyond (a
+    /// weekend's rest to Monday's day zone).
+    @Test(arguments: [
+        ("2026-06-01T06:30:00Z", "Now €0.250/kWh, €0.350 from 07:00"),
+        ("2026-06-01T21:30:00Z", "Now €0.350/kWh, €0.250 from 22:00"),
+        ("2026-06-05T22:30:00Z", "Now €0.250/kWh, €0.350 from 2026-06-08 07:00"),
+    ])
+    func priceNowSaysWhenTheNextPriceComes(now: String, text: String) throws {
+        let table = try TimeOfUseTable(zones: [TimeOfUseZone(days: [.monday, .tuesday, .wednesday, .thursday, .friday], fromMinute: 420, toMinute: 1320, basePerKWh: 0.35), TimeOfUseZone(basePerKWh: 0.25, isRest: true)])
+        let config = FlowConfig(sources: [], widgets: [], tariff: TariffConfig(importPrice: PriceConfig(base: .zones(table))))
+        #expect(DayPricing(config: config).priceNowText(at: RFC3339.parse(now)!, zone: FixedOffsetZone(), currency: .euro) == text)
+    }
 }

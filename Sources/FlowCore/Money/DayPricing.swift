@@ -128,8 +128,9 @@ extension DayPricing {
             return "No price now"
         }
         guard let next = outlook.nextChange, let then = outlook.nextPricePerKWh else { return "Now \(currency.priceText(price))" }
-        // The clock alone: the next change is within the day or just past midnight.
-        return "Now \(currency.priceText(price)), \(currency.written(then, decimals: 3)) from \(zone.clockText(at: next, today: next))"
+        // The clock alone within a day (a schedule's next slot, tonight's zone), the date beyond.
+        let when = zone.clockText(at: next, today: next.timeIntervalSince(now) < 86_400 ? next : now)
+        return "Now \(currency.priceText(price)), \(currency.written(then, decimals: 3)) from \(when)"
     }
 }
 
