@@ -4,7 +4,8 @@
 Fuzz/Corpus/PayloadDecoder/seed-*: every payload of Tests/Fixtures/devices.json with the json path
 its case names (input: a flag byte, bit 0 a path up to a newline, bit 1 decimal_comma; then the
 payload), and the shapes the README promises to read (quoted numbers, decimal commas, the words
-for no reading, paths with quoted and empty keys).
+for no reading, paths with quoted and empty keys), and the price schedules of
+Tests/Fixtures/price-schedules.json.
 Fuzz/Corpus/MergePatch/seed-*: byte strings of several lengths from a fixed seed (every byte
 string is an input: MergePatchProperty draws its documents from them).
 The config loader's seeds are the shipped configs in Config/ and the files in Fuzz/Corpus/Config.
@@ -59,6 +60,11 @@ def main():
         decoder_input('{"value": null}', "value"),
         decoder_input('{"a":{"b":1}}', "a.b.c"),
     ]
+    # The price schedules of Tests/Fixtures/price-schedules.json (read as a schedule as well as a
+    # number), and one inside an object, as a path finds it.
+    with open(os.path.join(ROOT, "Tests", "Fixtures", "price-schedules.json")) as fixtures:
+        seeds += [decoder_input(case["payload"]) for case in json.load(fixtures)["cases"]]
+    seeds.append(decoder_input('{"raw_today":[[1780315200,1780316100,0.3]]}', "raw_today"))
     for index, seed in enumerate(seeds):
         write("PayloadDecoder", f"seed-{index:02}", seed)
 

@@ -11,7 +11,8 @@ import FlowCore
 /// from its canonical quoted form (`["key"][0]`), and one that does not names itself in the error;
 /// a pattern that does not compile names itself; a binary value comes only from a payload of the
 /// type's width and encodes back to the same bytes; a key=value value only from a payload holding
-/// the key; a sign field changes a value's direction, never its magnitude.
+/// the key; a sign field changes a value's direction, never its magnitude; and read as a price
+/// schedule, the payload gives slots that can be, or a reason.
 public enum PayloadDecoderProperty: FuzzProperty {
     public static let name = "PayloadDecoder"
 
@@ -83,6 +84,28 @@ public enum PayloadDecoderProperty: FuzzProperty {
         }
         if case .value(let value) = decoded {
             findings += checkValue(value, of: payload, decoder: decoder)
+        }
+        findings += checkSchedule(payload, path: path)
+        return findings
+    }
+
+    /// The same payload read as a price schedule (`schedule: true` at the same path): the same
+    /// answer twice; slots sorted, apart, each ending after it starts, prices finite, at most
+    /// `ScheduleFormat.maxSlots`; a refusal says why.
+    static func checkSchedule(_ payload: [UInt8], path: JSONPath?) -> [String] {
+        let format = ScheduleFormat()
+        let decoded = format.decode(payload, path: path)
+        var findings: [String] = []
+        if format.decode(payload, path: path) != decoded { findings.append("a schedule read two ways") }
+        switch decoded {
+        case .slots(let slots):
+            if slots.count > ScheduleFormat.maxSlots { findings.append("\(slots.count) slots") }
+            if slots.contains(where: { $0.end <= $0.start || !($0.price?.isFinite ?? true) }) { findings.append("a slot that cannot be: \(slots)") }
+            if zip(slots, slots.dropFirst()).contains(where: { $0.end > $1.start }) { findings.append("slots out of order or overlapping: \(slots)") }
+        case .invalid(let why) where why.description.isEmpty:
+            findings.append("a schedule refused without a reason")
+        default:
+            break
         }
         return findings
     }

@@ -21,7 +21,7 @@ extension ConfigSummary {
                 for zone in table.zones { lines.append("      \(describe(zone)): \(currency.priceText(zone.basePerKWh))") }
             }
             if let billed = billing(price, currency: currency) { lines.append("      billed: \(billed)") }
-            lines.append("      now: \(describeNow(account, found?.pricePerKWh, next: found?.nextChange, currency: currency, pricing: pricing))")
+            lines.append("      now: \(describeNow(found, source: price.base.sourceName, currency: currency))")
         }
         lines.append("  standing charge: \(currency.text(tariff.standingChargePerDay)) per day, accrued through the local day")
         let priced = config.flow.widgets.filter { $0.exchange != nil }.map { widget in
@@ -38,6 +38,9 @@ extension ConfigSummary {
         case .zones: return "by the zones below (local time, \(zone.identifier))"
         case .source(let name):
             let source = config.flow.sources.first { $0.name == name }
+            if let source, source.schedule != nil {
+                return "the schedule of source '\(name)' (topic \(source.topic), \(source.unit.configText(currency: source.priceCurrency))): each slot's price over its own times, unpriced where no slot covers"
+            }
             let hold = source?.staleAfterSeconds.map { "held for its stale_after (\(durationText(seconds: $0))), then unpriced" } ?? "held until the next (stale_after: never)"
             return "the latest price of source '\(name)'\(source.map { " (topic \($0.topic), \($0.unit.configText(currency: $0.priceCurrency)))" } ?? ""), \(hold)"
         }
@@ -69,10 +72,12 @@ extension ConfigSummary {
     }
 
     /// `€0.417/kWh until 22:00, then €0.298/kWh`, or what a price source needs first.
-    func describeNow(_ account: EnergyAccount, _ pricePerKWh: Double?, next: Date?, currency: Currency, pricing: DayPricing) -> String {
-        guard let pricePerKWh else { return "unknown until the price source sends one (energy before it is counted as unpriced)" }
-        guard let next else { return "\(currency.priceText(pricePerKWh)) at all times" }
-        let then = pricing.priceOutlook(at: next, zone: zone).first { $0.account == account }?.pricePerKWh
-        return "\(currency.priceText(pricePerKWh)) until \(zone.clockText(at: next, today: now))\(then.map { ", then \(currency.priceText($0))" } ?? "")"
+    func describeNow(_ outlook: PriceOutlook?, source: String?, currency: Currency) -> String {
+        guard let pricePerKWh = outlook?.pricePerKWh else {
+            let what = config.flow.sources.first { $0.name == source }?.schedule != nil ? "a schedule with a slot for now" : "one"
+            return "unknown until the price source sends \(what) (energy before it is counted as unpriced)"
+        }
+        guard let next = outlook?.nextChange else { return "\(currency.priceText(pricePerKWh)) at all times" }
+        return "\(currency.priceText(pricePerKWh)) until \(zone.clockText(at: next, today: now))\(outlook?.nextPricePerKWh.map { ", then \(currency.priceText($0))" } ?? "")"
     }
 }

@@ -23,6 +23,7 @@ struct ListenReport {
     }
 
     let config: DaemonConfig
+    let zone: any LocalTimeZone
     private(set) var engine: FlowEngine
     private(set) var watches: [String: Watch]
     private(set) var signChecks: [SignCheck]
@@ -30,6 +31,7 @@ struct ListenReport {
 
     init(config: DaemonConfig, zone: any LocalTimeZone) {
         self.config = config
+        self.zone = zone
         engine = FlowEngine(config: config.flow, zone: zone)
         watches = Dictionary(uniqueKeysWithValues: config.flow.sources.map { ($0.name, Watch()) })
         signChecks = config.flow.widgets.map(SignCheck.init(widget:))
@@ -93,8 +95,12 @@ struct ListenReport {
         for index in signChecks.indices { signChecks[index].observe(values) }
     }
 
-    /// Sources that never gave a reading: silent, or only ever undecodable or "no value".
-    var silentSources: [SourceConfig] { config.flow.sources.filter { engine.readings[$0.name] == nil } }
+    /// Sources that never gave a reading: silent, or only ever undecodable or "no value". A
+    /// schedule counts once one was read, though none of its slots covers now.
+    var silentSources: [SourceConfig] {
+        let stats = engine.sourceStats
+        return config.flow.sources.filter { engine.readings[$0.name] == nil && ($0.schedule == nil || (stats[$0.name]?.readings ?? 0) == 0) }
+    }
 
     /// For a source with `direction:` whose readings came while a source of its direction sent
     /// no value: those sources, by name. Nil otherwise.
@@ -165,6 +171,7 @@ struct ListenReport {
             if let missing = unsigned(source) {
                 lines.append("  \(source.name): its direction never came (\(missing.map { "'\($0)'" }.joined(separator: ", ")) sent no value): its \(counted(stats[source.name]?.readings ?? 0, "reading")) had no sign, so the nodes it feeds were not shown and counted nothing")
             }
+            if source.schedule != nil { lines += scheduleLines(source, at: now) }
             if let oversized = stats[source.name]?.oversized, oversized > 0 {
                 lines.append("  \(source.name): \(counted(oversized, "message")) larger than max_payload (\(FileIO.describe(bytes: source.maxPayloadBytes))), not read")
             }
@@ -223,6 +230,27 @@ struct ListenReport {
             lines.append("a sign looks wrong: \(fix); found by \(places.joined(separator: ", "))\(caveat)")
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The slots a schedule source sent, as the engine holds them (the base price, before fees
+    /// and VAT; slots that ended before the energy still to be priced are let go), at most a
+    /// day's 15-minute slots and then how many more.
+    func scheduleLines(_ source: SourceConfig, at now: Date) -> [String] {
+        let slots = engine.scheduleSlots(ofSource: source.name)
+        guard let first = slots.first, let last = slots.last else {
+            let why = config.flow.tariff.map { [$0.importPrice, $0.exportPrice].contains { $0?.base.sourceName == source.name } } == true
+                ? "no slot received" : "no tariff names it, so its slots are not kept"
+            return ["  \(source.name): schedule: \(why)"]
+        }
+        var lines = ["  \(source.name): schedule of \(counted(slots.count, "slot")) from \(zone.clockText(at: first.start, today: now)) to \(zone.clockText(at: last.end, today: now)) (local time, per kWh before fees and VAT):"]
+        let shown = 96
+        for slot in slots.prefix(shown) {
+            let price = JSONValue.format((slot.basePerKWh * 10000).rounded() / 10000)
+            let current = slot.start <= now && now < slot.end ? "  (now)" : ""
+            lines.append("    \(zone.clockText(at: slot.start, today: now))–\(zone.clockText(at: slot.end, today: slot.start))  \(price)\(current)")
+        }
+        if slots.count > shown { lines.append("    … and \(counted(slots.count - shown, "slot")) more, to \(zone.clockText(at: last.end, today: now))") }
+        return lines
     }
 
     /// What the listen priced, the prices now, and the energy that had no price (the log above

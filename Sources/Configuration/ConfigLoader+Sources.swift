@@ -75,14 +75,51 @@ extension ConfigLoader {
         }
         let valueMap = map.field("map").flatMap(loadValueMap)
         if valueMap != nil, case .binary = format { map.mapping.report(at: "map", "a binary number has no words to map: write map or decode, not both") }
+        let schedule = map.field("schedule").flatMap(loadSchedule)
+        if schedule != nil {
+            if unit.quantity != .price {
+                map.mapping.report(at: "schedule", "a schedule is of prices; this source is \(unit.quantity.rawValue) (\(unit.rawValue)): give it a price unit such as EUR/kWh")
+            }
+            // Each slot says when its price is in force: nothing about the schedule turns stale.
+            let written = Set(map.pairs.compactMap(\.key.scalarValue))
+            if written.contains("stale_after") {
+                map.mapping.report(at: "stale_after", "a schedule's slots say how long each price holds; leave stale_after out")
+            }
+            staleAfter = nil
+            let single = ["format", "regex", "decode", "sign", "direction", "map", "decimal_comma"]
+            for key in single where written.contains(key) {
+                map.mapping.report(at: key, "belongs to a source of one number; a schedule is a JSON list of slots (json: says where it is)")
+            }
+            if combine?.value == .sum { map.mapping.report(at: "combine", "a schedule is one list of prices; it does not add up (leave combine out)") }
+        }
         guard let topic else { return nil }
         let decoder = PayloadDecoder(path: path, decimalComma: decimalComma?.value ?? false, format: format, sign: sign, map: valueMap)
         let config = SourceConfig(
             name: name, topic: topic, decoder: decoder,
             unit: unit, scale: scale?.value ?? 1, invert: invert, staleAfterSeconds: staleAfter, maxGapSeconds: maxGap,
             maxPowerW: maxPower?.value ?? SourceConfig.defaultMaxPowerW, combine: combine?.value ?? .latest, maxPayloadBytes: maxPayload,
-            priceCurrency: priceCurrency, direction: direction?.map(\.value))
+            priceCurrency: priceCurrency, direction: direction?.map(\.value), schedule: schedule)
         return (config, direction)
+    }
+
+    /// `schedule: true` (slots `{"start", "end", "value"}` or `[start, end, price]`, as evcc
+    /// publishes them), or `schedule: {start: start_time, end: end_time, price: price_per_kwh}`:
+    /// the keys of a slot, for the lists of other feeds.
+    func loadSchedule(_ node: ConfigNode) -> ScheduleFormat? {
+        if node.node.pairs == nil {
+            guard let flag = node.flag() else { return nil }
+            if !flag.value { flag.report("leave schedule out for a source of one price") }
+            return flag.value ? ScheduleFormat() : nil
+        }
+        guard var map = node.mapping() else { return nil }
+        defer { map.finish() }
+        let defaults = ScheduleFormat()
+        func key(_ name: String, _ fallback: String) -> String {
+            guard let text = map.text(name) else { return fallback }
+            if text.value.isEmpty { text.report("must not be empty (the key of a slot's \(name))") }
+            return text.value
+        }
+        return ScheduleFormat(startKey: key("start", defaults.startKey), endKey: key("end", defaults.endKey), priceKey: key("price", defaults.priceKey))
     }
 
     /// `unit:`: a meter's (`W`, `kWh`, `%`…), or a price source's, which names its currency

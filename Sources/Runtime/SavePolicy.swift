@@ -45,7 +45,7 @@ struct SavePolicy: Sendable {
         var accountBaselines: [String: JSONValue] = [:]
         var integratedAccountKWh: [String: Double] = [:]
         /// Per price source's timeline (`imported`, `exported`): the prices the stretches still to
-        /// be priced reach, each `[from, price]`. A new price, and an old one no stretch reaches
+        /// be priced reach, each `[from, price]`, and a schedule's slots. A new price or schedule, and an old one no stretch reaches
         /// any more, are saved at once: after a restart the pending stretch (a counter's rise read
         /// after it) is priced from the state, and a price missing there prices it wrong.
         var prices: [String: JSONValue] = [:]
@@ -71,7 +71,7 @@ struct SavePolicy: Sendable {
             for (side, timeline) in snapshot["prices"]?.objectValue ?? [:] {
                 // Each point is `[from, heard, price]`: the confirmations (`heard`) are not news.
                 let points = (timeline["points"]?.arrayValue ?? []).compactMap { $0.arrayValue }.filter { $0.count == 3 }
-                prices[side] = .array(points.map { .array([$0[0], $0[2]]) })
+                prices[side] = .array(points.map { .array([$0[0], $0[2]]) } + [timeline["slots"] ?? .null])
                 if let heard = points.last?[1].numberValue, let hold = timeline["hold"]?.numberValue {
                     priceHolds[side] = PriceHold(until: heard + hold, seconds: hold)
                 }

@@ -38,7 +38,8 @@ extension Bridge {
         }
         let currency = engine.config.tariff?.currency.code ?? ""
         let prices = engine.priceOutlook(at: now).map {
-            WindowSnapshot.Price(account: $0.account, pricePerKWh: $0.pricePerKWh, nextChange: $0.nextChange, currencyCode: currency)
+            WindowSnapshot.Price(
+                account: $0.account, pricePerKWh: $0.pricePerKWh, nextChange: $0.nextChange, nextPricePerKWh: $0.nextPricePerKWh, currencyCode: currency)
         }
         let readings = engine.readings
         let stats = engine.sourceStats

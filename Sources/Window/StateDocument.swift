@@ -45,7 +45,7 @@ public enum StateDocument {
         let prices = snapshot.prices.map { price -> JSONValue in
             .object([
                 "direction": .string(price.account.rawValue), "price_per_kwh": number(price.pricePerKWh), "currency": .string(price.currencyCode),
-                "next_change": time(price.nextChange),
+                "next_change": time(price.nextChange), "next_price_per_kwh": number(price.nextPricePerKWh),
             ])
         }
         let broker = snapshot.broker

@@ -89,7 +89,8 @@ public struct StatusPage {
         var html = "<section id=\"prices\"><h2>Prices</h2><table><tr><th>direction</th><th>now</th><th>next change</th></tr>\n"
         for price in snapshot.prices {
             let now = price.pricePerKWh.map { "\(DisplayNumber.fixed($0, decimals: 4)) \(e(price.currencyCode))/kWh" } ?? "<span class=\"bad\">unknown</span>"
-            let next = price.nextChange.map { e(snapshot.localText($0)) } ?? "not known"
+            let then = price.nextPricePerKWh.map { ", then \(DisplayNumber.fixed($0, decimals: 4)) \(e(price.currencyCode))/kWh" } ?? ""
+            let next = price.nextChange.map { e(snapshot.localText($0)) + then } ?? "not known"
             html += "<tr><td>\(price.account)</td><td class=\"n\">\(now)</td><td>\(next)</td></tr>\n"
         }
         return html + "</table></section>\n"

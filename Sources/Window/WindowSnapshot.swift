@@ -24,17 +24,20 @@ public struct WindowSnapshot: Sendable {
         }
     }
 
-    /// A price in force and when it next changes, per direction.
+    /// A price in force, when it next changes and to what, per direction.
     public struct Price: Sendable {
         public var account: EnergyAccount
         public var pricePerKWh: Double?
         public var nextChange: Date?
+        /// The price from `nextChange` on; nil when unknown (a schedule that runs out there).
+        public var nextPricePerKWh: Double?
         public var currencyCode: String
 
-        public init(account: EnergyAccount, pricePerKWh: Double?, nextChange: Date?, currencyCode: String) {
+        public init(account: EnergyAccount, pricePerKWh: Double?, nextChange: Date?, nextPricePerKWh: Double? = nil, currencyCode: String) {
             self.account = account
             self.pricePerKWh = pricePerKWh
             self.nextChange = nextChange
+            self.nextPricePerKWh = nextPricePerKWh
             self.currencyCode = currencyCode
         }
     }

@@ -188,6 +188,17 @@ import Testing
             "inputs[0].rate": 1530, "inputs[0].total": 1.5, "storage.rate": -1200, "storage.total": 0, "exchange.rate": -640,
             "exchange.total": 0, "output.rate": 2090, "output.total": 2.1,
         ]),
+        // Home Assistant's meters and its day-ahead list (the fixture's Nord Pool case, today and
+        // tomorrow in one retained list): importing 400 W with 600 W of solar for an hour.
+        Case(file: "homeassistant-day-ahead.yaml", trace: {
+            var trace = Trace()
+            let schedule = try #require(try Repository.scheduleCases().first { $0["topic"]?.stringValue == "home/prices/nordpool" }?["payload"]?.stringValue)
+            trace.lines.append(TraceMessage(at: Trace.start, topic: "home/prices/schedule", payload: Array(schedule.utf8), retained: true).line)
+            trace.everyMinute(through: 60) { _ in
+                [("homeassistant/sensor/solar_power/state", "600.0"), ("homeassistant/sensor/grid_power/state", "400.0")]
+            }
+            return trace.lines
+        }, expected: ["inputs[0].rate": 600, "exchange.rate": 400, "exchange.total": 0.4, "output.rate": 1000, "output.total": 1]),
         // OpenDTU + Shelly Pro 3EM + evcc's battery: exporting 300 W while the battery fills 1200 W.
         Case(file: "opendtu-shelly-evcc.yaml", trace: {
             var trace = Trace()

@@ -134,7 +134,8 @@ import Testing
     }
 
     /// Time-of-use prices with fees 0.05 and VAT 20 %: (0.25 + 0.05) × 1.2 = 0.36 before 11:00,
-    /// (0.35 + 0.05) × 1.2 = 0.48 from 11:00. The subtitle changes once, at 11:00.
+    /// (0.35 + 0.05) × 1.2 = 0.48 from 11:00, each with the next zone's price and when. The
+    /// subtitle changes once, at 11:00.
     @Test func theSubtitleShowsThePriceNow() throws {
         let tariff = """
               import:
@@ -146,7 +147,7 @@ import Testing
         let messages = Self.minutes(from: Self.time("2026-06-01T10:00:00Z"), to: Self.time("2026-06-01T12:00:00Z")) { _ in 1000 }
         let (lines, _) = try replay(config: config, trace: Self.lines(messages))
         let shown = ProgressReplayTests.documents(of: "home", in: lines).filter { $0.patch["subtitle"] != nil }
-        #expect(shown.map(\.content["subtitle"]) == ["Now €0.360/kWh", "Now €0.480/kWh"])
+        #expect(shown.map(\.content["subtitle"]) == ["Now €0.360/kWh, €0.480 from 11:00", "Now €0.480/kWh, €0.360 from 22:00"])
         #expect(shown.last?.at == Self.time("2026-06-01T11:00:00Z"))
     }
 

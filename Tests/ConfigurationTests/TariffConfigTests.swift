@@ -85,7 +85,44 @@ import Testing
         BadCase(
             name: "both a price and zones", tariff: "  import: {price: 0.3, zones: [{price: 0.2}]}", path: "tariff.import.zones", line: 11,
             message: "a price is either `price:` or `zones:`, not both"),
+        BadCase(
+            name: "a schedule of a meter", tariff: "  import: {price: 0.3}", sources: "  feed: {topic: p, schedule: true}",
+            path: "sources.feed.schedule", line: 3, message: "a schedule is of prices; this source is power (W)"),
+        BadCase(
+            name: "a schedule with stale_after", tariff: "  import: {price: feed}", sources: "  feed: {topic: p, unit: EUR/kWh, schedule: true, stale_after: 1h}",
+            path: "sources.feed.stale_after", line: 3, message: "a schedule's slots say how long each price holds; leave stale_after out"),
+        BadCase(
+            name: "a schedule read by a pattern", tariff: "  import: {price: feed}", sources: "  feed: {topic: p, unit: EUR/kWh, schedule: true, regex: '([0-9.]+)'}",
+            path: "sources.feed.regex", line: 3, message: "belongs to a source of one number; a schedule is a JSON list of slots"),
+        BadCase(
+            name: "a schedule that adds topics", tariff: "  import: {price: 0.3}", sources: "  feed: {topic: \"p/+\", unit: EUR/kWh, schedule: true, combine: sum}",
+            path: "sources.feed.combine", line: 3, message: "a schedule is one list of prices; it does not add up"),
+        BadCase(
+            name: "a schedule's key left empty", tariff: "  import: {price: feed}", sources: "  feed: {topic: p, unit: EUR/kWh, schedule: {price: \"\"}}",
+            path: "sources.feed.schedule.price", line: 3, message: "must not be empty"),
+        BadCase(
+            name: "a schedule's unknown key", tariff: "  import: {price: feed}", sources: "  feed: {topic: p, unit: EUR/kWh, schedule: {begin: from}}",
+            path: "sources.feed.schedule.begin", line: 3, message: "unknown key (known here: end, price, start)"),
+        BadCase(
+            name: "schedule: false", tariff: "  import: {price: feed}", sources: "  feed: {topic: p, unit: EUR/kWh, schedule: false}",
+            path: "sources.feed.schedule", line: 3, message: "leave schedule out for a source of one price"),
     ]
+
+    /// `schedule:` with the defaults (evcc's keys) or a feed's own, and no staleness.
+    @Test(arguments: [
+        ("schedule: true", ScheduleFormat()),
+        ("schedule: {price: price}", ScheduleFormat(priceKey: "price")),
+        ("schedule: {start: start_time, end: end_time, price: price_ct_per_kwh}", ScheduleFormat(startKey: "start_time", endKey: "end_time", priceKey: "price_ct_per_kwh")),
+    ])
+    func aScheduleSourceReadsItsKeys(written: String, format: ScheduleFormat) throws {
+        let config = try DaemonConfig.parse(
+            Self.config(tariff: "  import: {price: feed}", sources: "  feed: {topic: evcc/site/forecast/grid, unit: EUR/kWh, json: raw_today, \(written)}"), file: "t.yaml")
+        let feed = try #require(config.flow.sources.first { $0.name == "feed" })
+        #expect(feed.schedule == format)
+        #expect(feed.staleAfterSeconds == nil)
+        #expect(feed.decoder.path?.description == "raw_today")
+        #expect(config.flow.tariff?.importPrice.base == .source("feed"))
+    }
 
     @Test(arguments: badCases)
     func aTariffThatCannotBeRightIsAnError(_ test: BadCase) {
@@ -165,5 +202,16 @@ import Testing
         #expect(lines.contains("      billed: (price + €0.120/kWh fees) × 1.19 (VAT 19 %)"), "\(text)")
         #expect(lines.contains("  standing charge: €0.40 per day, accrued through the local day"), "\(text)")
         #expect(lines.contains("  export: none (exported energy earns nothing)"), "\(text)")
+    }
+
+    /// A schedule source: `check` says what it is and that the price waits for a slot for now.
+    @Test func checkSaysWhatAScheduleIs() throws {
+        let config = try DaemonConfig.parse(
+            TariffConfigTests.config(tariff: "  import: {price: prices}", sources: "  prices: {topic: evcc/site/forecast/grid, unit: EUR/kWh, schedule: true}"),
+            file: "t.yaml")
+        let text = ConfigSummary(config: config, zone: SystemTimeZone(identifier: "UTC")!, statePath: "/s", now: RFC3339.parse("2026-06-01T12:00:00Z")!).text
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.contains("  import: the schedule of source 'prices' (topic evcc/site/forecast/grid, EUR/kWh): each slot's price over its own times, unpriced where no slot covers"), "\(text)")
+        #expect(lines.contains("      now: unknown until the price source sends a schedule with a slot for now (energy before it is counted as unpriced)"), "\(text)")
     }
 }

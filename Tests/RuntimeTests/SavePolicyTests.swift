@@ -145,6 +145,30 @@ import Testing
         #expect(read("m", "0.2", at: 605) != first)  // a meter reset: the energy so far is carried
     }
 
+    /// A schedule is an anchor: a new one (or one that changes a slot) makes a save due at once,
+    /// the same schedule again does not (evcc republishes it unchanged).
+    @Test func aNewScheduleIsAnAnchor() throws {
+        let zone = try #require(SystemTimeZone(identifier: "UTC"))
+        let config = try DaemonConfig.parse("""
+            timezone: UTC
+            sources: {grid: {topic: g}, prices: {topic: p, unit: EUR/kWh, schedule: true}}
+            widgets: {w: {template: flow, flow: {exchange: {rate: grid, total: import}}}}
+            tariff: {import: {price: prices}}
+            """, file: "c.yaml")
+        var engine = FlowEngine(config: config.flow, zone: zone)
+        let noon = try #require(RFC3339.parse("2026-06-01T12:00:00Z"))
+        func read(_ topic: String, _ value: String, at seconds: Double) -> SavePolicy.Anchors {
+            _ = engine.receive(topic: topic, payload: Array(value.utf8), at: noon.addingTimeInterval(seconds))
+            return SavePolicy.Anchors(of: engine.snapshot())
+        }
+        let before = read("g", "100", at: 0)
+        let schedule = "[[1780315200, 1780318800, 0.3], [1780318800, 1780322400, 0.4]]"
+        let first = read("p", schedule, at: 5)
+        #expect(first.moved(from: before))
+        #expect(!read("p", schedule, at: 10).moved(from: first))
+        #expect(read("p", "[[1780318800, 1780322400, 0.5]]", at: 15).moved(from: first))
+    }
+
     /// Through the Bridge and the state file, an hour from 23:30 with a reading every 5 s and a
     /// meter reset at 23:45: saved at the first reading, once a minute, at the reset and at midnight
     /// at once. Each save is a new file (written aside and renamed), so the file's inode counts them.

@@ -33,6 +33,12 @@ public enum Repository {
         }
     }
 
+    /// Price schedules in the shape each feed's source writes them (`Tests/Fixtures/price-schedules.json`).
+    public static func scheduleCases() throws -> [JSONValue] {
+        let data = try Data(contentsOf: fixtures.appendingPathComponent("price-schedules.json"))
+        return try JSONValue(parsing: Array(data))["cases"]?.arrayValue ?? []
+    }
+
     /// Every file under `Config/` (recursively), relative to the root: `Config/examples/evcc.yaml`.
     public static var shippedConfigs: [String] {
         let folder = root.appendingPathComponent("Config")

@@ -99,3 +99,22 @@ import Window
         #expect(page.contains("<td>2026-12-05</td>"))
     }
 }
+
+/// The window's prices say what comes next: when, and at what price (a schedule's next slot).
+@Suite struct WindowPricesTests {
+    @Test func thePricesSayTheNextPriceAndWhen() throws {
+        var snapshot = WindowRoutesTests.snapshot()
+        snapshot.prices = [
+            WindowSnapshot.Price(
+                account: .imported, pricePerKWh: 0.312, nextChange: Date(timeIntervalSince1970: 3600), nextPricePerKWh: 0.28, currencyCode: "EUR"),
+            WindowSnapshot.Price(account: .exported, pricePerKWh: 0.08, nextChange: nil, currencyCode: "EUR"),
+        ]
+        let window = WindowRoutesTests.window(snapshot)
+        let state = try JSONValue(parsing: window.respond(HTTPRequest(method: "GET", path: "/api/v1/state", peer: WindowRoutesTests.loopback)).body)
+        let prices = try #require(state["prices"]?.arrayValue)
+        #expect(prices.first?["next_price_per_kwh"] == 0.28 && prices.first?["next_change"] != .null, "\(prices)")
+        #expect(prices.last?["next_price_per_kwh"] == .null, "\(prices)")
+        let page = String(decoding: window.respond(HTTPRequest(method: "GET", path: "/", peer: WindowRoutesTests.loopback)).body, as: UTF8.self)
+        #expect(page.contains("1970-01-01 02:00:00, then 0.2800 EUR/kWh"), "\(page)")
+    }
+}

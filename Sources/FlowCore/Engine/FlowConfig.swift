@@ -125,6 +125,9 @@ public struct SourceConfig: Sendable, Equatable {
     /// The magnitude's direction from other sources (`direction:`); nil: the reading is signed
     /// itself (or by `sign:`, or not at all).
     public var direction: DirectionSource?
+    /// A price source whose payload is a schedule (`schedule:`): prices with their times, each
+    /// slot's converted as a single price is (unit, scale, invert). Nil: one number.
+    public var schedule: ScheduleFormat?
 
     public static let defaultStaleAfterSeconds = 600.0
     public static let defaultMaxGapSeconds = 300.0
@@ -142,8 +145,9 @@ public struct SourceConfig: Sendable, Equatable {
         scale: Double = 1, invert: Bool = false, staleAfterSeconds: Double? = SourceConfig.defaultStaleAfterSeconds,
         maxGapSeconds: Double = SourceConfig.defaultMaxGapSeconds, maxPowerW: Double = SourceConfig.defaultMaxPowerW,
         combine: SourceCombine = .latest, maxPayloadBytes: Int = SourceConfig.defaultMaxPayloadBytes, priceCurrency: String? = nil,
-        direction: DirectionSource? = nil
+        direction: DirectionSource? = nil, schedule: ScheduleFormat? = nil
     ) {
+        self.schedule = schedule
         self.priceCurrency = priceCurrency
         self.direction = direction
         self.name = name

@@ -59,8 +59,7 @@ extension FlowEngine {
     }
 
     /// `Net today €1.18`, `Net this month €31.40` (the month's closed days and today) or `Now
-    /// €0.312/kWh` (the import price, fees and VAT in; `No price now` while a price source is
-    /// silent past its `stale_after`), to the cent or the tenth of a cent
+    /// €0.312/kWh, €0.280 from 14:00` (see `DayPricing.priceNowText`), to the cent or the tenth of a cent
     /// the text shows: the widget is pushed when the text changes, not at every message.
     func moneySubtitle(_ figure: MoneyFigure, ofWidget position: Int, at now: Date) -> String? {
         guard let currency = config.tariff?.currency else { return nil }
@@ -70,7 +69,7 @@ extension FlowEngine {
         case .monthNetCost:
             return periodMoney(.month, of: position, at: now).map { "Net this month \(currency.text($0.netCost))" }
         case .priceNow:
-            return pricing.importPrices?.price(at: now, zone: zone).map { "Now \(currency.priceText($0))" } ?? "No price now"
+            return pricing.priceNowText(at: now, zone: zone, currency: currency)
         }
     }
 

@@ -70,7 +70,10 @@ extension FlowEngine {
         var why = "it has no price"
         if let position = side == .exported ? pricing.exportPriceSource : pricing.importPriceSource {
             let source = bank.sources[position].config
-            if let last = prices.points.last, let hold = prices.holdSeconds {
+            if source.schedule != nil {
+                let end = prices.schedule.slots.last.map { ", and its schedule runs to \(zone.clockText(at: $0.end, today: now))" } ?? ""
+                why = "its schedule source '\(source.name)' (topic \(source.topic)) has no slot for this time\(end)"
+            } else if let last = prices.points.last, let hold = prices.holdSeconds {
                 why = "its price source '\(source.name)' (topic \(source.topic)) has sent no price since \(zone.clockText(at: last.heard, today: now)), and a price holds for its stale_after (\(durationText(seconds: hold)))"
             } else {
                 why = "its price source '\(source.name)' (topic \(source.topic)) has sent no price yet"
@@ -92,6 +95,41 @@ extension FlowEngine {
         }
     }
 
+    /// A schedule source's payload: its slots, converted as a single price is (unit, scale,
+    /// invert), set their direction's prices, whether the message is live or the broker's retained
+    /// copy: each slot says itself when it is in force. Returns why the payload is refused, or nil.
+    mutating func takeSchedule(_ payload: [UInt8], of position: Int, at now: Date) -> (problem: String, reason: Refusal.Reason)? {
+        let setup = bank.sources[position].setup
+        guard let format = setup.config.schedule else { return nil }
+        let raw: [ScheduleSlot]
+        switch format.decode(payload, path: setup.config.decoder.path) {
+        case .noSchedule:
+            bank.sources[position].stats.noReading += 1
+            return nil
+        case .invalid(let error): return (error.description, .undecodable(error))
+        case .slots(let slots): raw = slots
+        }
+        var slots: [PriceSlot] = []
+        slots.reserveCapacity(raw.count)
+        for (index, slot) in raw.enumerated() {
+            guard let price = slot.price.map(setup.config.convert) else { continue }
+            guard price.isFinite, abs(price) <= TariffConfig.largestPricePerKWh else {
+                let problem = "slot \(index + 1) (from \(RFC3339.format(slot.start))): a price of \(JSONValue.format(price)) per kWh is beyond \(JSONValue.format(TariffConfig.largestPricePerKWh)) per kWh: a wrong unit (EUR/MWh given as EUR/kWh?); the schedule is not read"
+                return (problem, .implausible(problem))
+            }
+            slots.append(PriceSlot(start: slot.start, end: slot.end, basePerKWh: price))
+        }
+        bank.sources[position].stats.readings += 1
+        bank.sources[position].lastValueAt = max(bank.sources[position].lastValueAt ?? now, now)
+        if position == pricing.importPriceSource { pricing.importPrices?.take(schedule: slots, at: now) }
+        if position == pricing.exportPriceSource { pricing.exportPrices?.take(schedule: slots, at: now) }
+        // The source's reading is the schedule's price now: what `check --listen` and the window show.
+        if let price = slots.first(where: { $0.start <= now && now < $0.end })?.basePerKWh {
+            bank.sources[position].reading = Reading(value: price, at: now)
+        }
+        return nil
+    }
+
     /// Forgets the prices older than any stretch still to be priced, once the accounts took a
     /// message at `now`. The state then holds the prices the pending stretches need and no more:
     /// when the last stretch that reached back past a price change is priced, the older price goes,
@@ -99,7 +137,7 @@ extension FlowEngine {
     /// restart prices what comes after it as the run without the restart does. Only a timeline
     /// holding an older price asks where the pending stretches begin.
     mutating func forgetPassedPrices(at now: Date) {
-        guard (pricing.importPrices?.points.count ?? 0) > 1 || (pricing.exportPrices?.points.count ?? 0) > 1 else { return }
+        guard pricing.importPrices?.holdsPassedPrices(at: now) ?? false || pricing.exportPrices?.holdsPassedPrices(at: now) ?? false else { return }
         let horizon = pendingSince ?? now
         pricing.importPrices?.forget(before: horizon)
         pricing.exportPrices?.forget(before: horizon)
@@ -150,8 +188,17 @@ extension FlowEngine {
         return moneyReport(of: position, at: now)
     }
 
+    /// The slots schedule source `name` set and the engine still holds (base prices per kWh,
+    /// before fees and VAT), oldest first: what `check --listen` shows of a schedule.
+    public func scheduleSlots(ofSource name: String) -> [PriceSlot] {
+        guard let position = bank.sources.firstIndex(where: { $0.config.name == name }) else { return [] }
+        if position == pricing.importPriceSource { return pricing.importPrices?.schedule.slots ?? [] }
+        if position == pricing.exportPriceSource { return pricing.exportPrices?.schedule.slots ?? [] }
+        return []
+    }
+
     /// The import and export price at `instant` and when each next changes (see `DayPricing`).
-    public func priceOutlook(at instant: Date) -> [(account: EnergyAccount, pricePerKWh: Double?, nextChange: Date?)] {
+    public func priceOutlook(at instant: Date) -> [PriceOutlook] {
         pricing.priceOutlook(at: instant, zone: zone)
     }
 }

@@ -133,6 +133,11 @@ extension FlowEngine {
             }
             return false
         }
+        if setup.config.schedule != nil {
+            guard let (problem, reason) = takeSchedule(payload, of: position, at: now) else { return false }
+            reject(position, topic: topic, problem: problem, reason: reason, at: now, into: &out)
+            return false
+        }
         let decoded = setup.config.decoder.decode(payload)
         if setup.config.decoder.path != nil { watchField(position, missing: decoded == .noField, at: now, into: &out) }
         let problem: String
@@ -177,13 +182,21 @@ extension FlowEngine {
             }
             reason = .implausible(problem)
         }
-        out.append(.refused(Refusal(source: source.name, topic: topic, at: now, reason: reason)))
+        reject(position, topic: topic, problem: problem, reason: reason, at: now, into: &out)
+        return false
+    }
+
+    /// A payload of source `position` it read and could not use: refused, counted, and said (at
+    /// most once a minute per source).
+    mutating func reject(_ position: Int, topic: String, problem: String, reason: Refusal.Reason, at now: Date, into out: inout [Output]) {
+        let name = bank.sources[position].config.name
+        out.append(.refused(Refusal(source: name, topic: topic, at: now, reason: reason)))
         bank.sources[position].stats.rejected += 1
         let count = bank.sources[position].stats.rejected
-        note(.warning, key: "reject:\(source.name)", at: now, into: &out) {
-            "source '\(source.name)' (topic \(topic)): \(problem); reading ignored (\(count) so far)"
+        let ignored = bank.sources[position].config.schedule == nil ? "reading ignored" : "schedule ignored, the prices already known kept"
+        note(.warning, key: "reject:\(name)", at: now, into: &out) {
+            "source '\(name)' (topic \(topic)): \(problem); \(ignored) (\(count) so far)"
         }
-        return false
     }
 
     /// Brings the accounts of widget `position` up to date with a new reading of `source`.

@@ -359,14 +359,16 @@ extension DayMoney {
 
 extension PriceTimeline {
     /// A price source's prices as `{"source": name, "currency": code, "hold": seconds, "points":
-    /// [[from, heard, price], …]}`; nil for a price that needs none. The currency tells a restart
+    /// [[from, heard, price], …], "slots": [[start, end, price], …]}` (slots: a schedule's); nil for
+    /// a price that needs none. The currency tells a restart
     /// whether the prices still mean anything; the hold (the source's `stale_after`) tells the
     /// daemon how long the saved prices hold without the feed's latest word (see `SavePolicy`).
     func json(currency: Currency) -> JSONValue? {
-        guard let source = config.base.sourceName, !points.isEmpty else { return nil }
+        guard let source = config.base.sourceName, !points.isEmpty || !schedule.isEmpty else { return nil }
         let list = points.map { JSONValue.array([.number($0.from.timeIntervalSince1970), .number($0.heard.timeIntervalSince1970), .number($0.basePerKWh)]) }
         var members: [String: JSONValue] = ["source": .string(source), "currency": .string(currency.code), "points": .array(list)]
         if let holdSeconds { members["hold"] = .number(holdSeconds) }
+        if !schedule.isEmpty { members["slots"] = schedule.json }
         return .object(members)
     }
 
@@ -388,6 +390,10 @@ extension PriceTimeline {
             restored.points.append(PricePoint(from: Date(timeIntervalSince1970: from), heard: Date(timeIntervalSince1970: heard), basePerKWh: price))
         }
         restored.points = Array(restored.points.suffix(PriceTimeline.maxPoints))
+        // A schedule reaches past the saved day: its slots are plausible as far as a schedule's are.
+        let (schedule, damaged) = PriceSchedule.restored(from: json["slots"], times: times.lowerBound...FlowEngine.plausibleSeconds.upperBound)
+        if damaged { skip("the schedule of '\(source)' after \(schedule.slots.count) good slots") }
+        restored.schedule = schedule
         return restored
     }
 }

@@ -99,9 +99,10 @@ public struct DayPricing: Sendable {
         return said
     }
 
-    /// The import and export price at `instant` and when each next changes to another price (a
-    /// DST change or a zone of the same price in between is no change), for `check`.
-    public func priceOutlook(at instant: Date, zone: any LocalTimeZone) -> [(account: EnergyAccount, pricePerKWh: Double?, nextChange: Date?)] {
+    /// The import and export price at `instant`, when each next changes to another price (a DST
+    /// change or a zone of the same price in between is no change) and to what (nil: unknown,
+    /// such as where a schedule runs out), for `check`, the window and `price_now`.
+    public func priceOutlook(at instant: Date, zone: any LocalTimeZone) -> [PriceOutlook] {
         [(EnergyAccount.imported, importPrices), (.exported, exportPrices)].compactMap { account, prices in
             guard let prices else { return nil }
             let now = prices.price(at: instant, zone: zone)
@@ -112,7 +113,41 @@ public struct DayPricing: Sendable {
                 next = prices.nextChange(after: found, zone: zone)
             }
             if let found = next, found >= horizon || prices.price(at: found, zone: zone) == now { next = nil }
-            return (account, now, next)
+            return PriceOutlook(account: account, pricePerKWh: now, nextChange: next, nextPricePerKWh: next.flatMap { prices.price(at: $0, zone: zone) })
         }
+    }
+}
+
+extension DayPricing {
+    /// `price_now`: the import price now, fees and VAT in, and the next price where it is known
+    /// (a schedule's next slot, a zone's): `Now €0.312/kWh, €0.280 from 14:00`; `Now €0.312/kWh`
+    /// without one, `No price now` while there is none (a price source silent past its
+    /// `stale_after`, a schedule run out). The text changes only where the price does.
+    func priceNowText(at now: Date, zone: any LocalTimeZone, currency: Currency) -> String {
+        guard let outlook = priceOutlook(at: now, zone: zone).first(where: { $0.account == .imported }), let price = outlook.pricePerKWh else {
+            return "No price now"
+        }
+        guard let next = outlook.nextChange, let then = outlook.nextPricePerKWh else { return "Now \(currency.priceText(price))" }
+        // The clock alone within a day (a schedule's next slot, tonight's zone), the date beyond.
+        let when = zone.clockText(at: next, today: next.timeIntervalSince(now) < 86_400 ? next : now)
+        return "Now \(currency.priceText(price)), \(currency.written(then, decimals: 3)) from \(when)"
+    }
+}
+
+/// One direction's price now and what comes next.
+public struct PriceOutlook: Sendable, Equatable {
+    public var account: EnergyAccount
+    /// The billed price per kWh now (fees and VAT in); nil when unknown.
+    public var pricePerKWh: Double?
+    /// When it next changes to another price; nil when it never does, as far as is known now.
+    public var nextChange: Date?
+    /// The billed price from `nextChange` on; nil when unknown (a schedule that runs out there).
+    public var nextPricePerKWh: Double?
+
+    public init(account: EnergyAccount, pricePerKWh: Double?, nextChange: Date?, nextPricePerKWh: Double?) {
+        self.account = account
+        self.pricePerKWh = pricePerKWh
+        self.nextChange = nextChange
+        self.nextPricePerKWh = nextPricePerKWh
     }
 }

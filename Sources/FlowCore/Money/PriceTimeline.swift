@@ -12,7 +12,8 @@ public struct PricePoint: Sendable, Equatable {
 /// The price of one direction over time: what energy that flowed at any moment still being priced
 /// is worth. A fixed price and a zone table answer from the config alone; a price source answers
 /// from the prices it sent, kept back as far as an uncounted stretch of energy reaches (a counter
-/// that reports every 70 minutes is priced over the 15-minute prices of those 70 minutes).
+/// that reports every 70 minutes is priced over the 15-minute prices of those 70 minutes): a
+/// schedule's slot where one covers the moment, else its latest single price while that holds.
 public struct PriceTimeline: Sendable, Equatable {
     public let config: PriceConfig
     /// A price source's `stale_after`: how long a price holds without being sent again (nil: it
@@ -20,6 +21,8 @@ public struct PriceTimeline: Sendable, Equatable {
     let holdSeconds: Double?
     /// A price source's prices, oldest first.
     public internal(set) var points: [PricePoint] = []
+    /// A schedule source's slots, each in force over its own times.
+    public internal(set) var schedule = PriceSchedule()
 
     /// A source that sends a new price every 15 minutes keeps two days' worth at most, however
     /// long a counter stays silent: energy older than the oldest point kept is unpriced.
@@ -39,7 +42,7 @@ public struct PriceTimeline: Sendable, Equatable {
         switch config.base {
         case .fixed(let price): return price
         case .zones(let table): return table.zone(at: instant, in: zone).basePerKWh
-        case .source: return heldPoint(at: instant)?.basePerKWh
+        case .source: return schedule.slot(at: instant)?.basePerKWh ?? heldPoint(at: instant)?.basePerKWh
         }
     }
 
@@ -62,6 +65,7 @@ public struct PriceTimeline: Sendable, Equatable {
                 let end = point.heard.addingTimeInterval(holdSeconds)
                 if end > instant, next.map({ end < $0 }) ?? true { next = end }
             }
+            if let boundary = schedule.nextBoundary(after: instant), next.map({ boundary < $0 }) ?? true { next = boundary }
             return next
         }
     }
@@ -88,6 +92,11 @@ public struct PriceTimeline: Sendable, Equatable {
         if points.count > Self.maxPoints { points.removeFirst(points.count - Self.maxPoints) }
     }
 
+    /// A schedule source sent `slots` at `now` (see `PriceSchedule.take`).
+    mutating func take(schedule slots: [PriceSlot], at now: Date) {
+        schedule.take(slots, at: now)
+    }
+
     /// The wall clock stepped by `seconds` without that time passing: the prices moved with it,
     /// so each holds for the time that really passed.
     mutating func shift(by seconds: Double) {
@@ -95,11 +104,19 @@ public struct PriceTimeline: Sendable, Equatable {
             points[index].from.addTimeInterval(seconds)
             points[index].heard.addTimeInterval(seconds)
         }
+        // A schedule's slots are the feed's own times, not the stepped clock's: they stay.
     }
 
     /// Forgets the prices no stretch still to be priced can reach: those replaced before `horizon`.
     mutating func forget(before horizon: Date) {
+        schedule.forget(before: horizon)
         guard let keep = points.lastIndex(where: { $0.from <= horizon }), keep > 0 else { return }
         points.removeFirst(keep)
+    }
+
+    /// Whether it holds a price no stretch after `now` needs: one a later price replaced, or a
+    /// slot that ended. Only then is it worth asking where the pending stretches begin.
+    func holdsPassedPrices(at now: Date) -> Bool {
+        points.count > 1 || schedule.slots.first.map { $0.end <= now } ?? false
     }
 }

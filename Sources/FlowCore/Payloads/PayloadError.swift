@@ -30,6 +30,9 @@ public struct PayloadError: Error, Sendable, Hashable, CustomStringConvertible {
         case unknownSign = "unknown sign value"
         /// `map:` and a word that is not in it.
         case unmapped = "not in the map"
+        /// `schedule:` and a payload that is no list of slots, or a list that cannot be right
+        /// (overlapping slots, a slot that ends before it starts, a time without a zone).
+        case schedule = "not a schedule"
     }
 
     public var kind: Kind
