@@ -43,13 +43,14 @@ struct TariffRestartTests {
         try await broker.publish(topic: topic, payload: payload)
     }
 
-    /// One message of each meter a second: 3.6 kW and the counter 0.5 kWh further.
-    static func meters(_ broker: MosquittoBroker, seconds: ClosedRange<Int>, into log: Published) async throws {
+    /// One message of each meter a second: 3.6 kW and the counter 0.5 kWh further (from
+    /// `counterKWh` at second 0).
+    static func meters(_ broker: MosquittoBroker, seconds: ClosedRange<Int>, counterKWh: Double = 1000, into log: Published) async throws {
         let clock = ContinuousClock()
         let begin = clock.now
         for second in seconds {
             try await publish(broker, "grid/power", "3600", into: log)
-            try await publish(broker, "grid/energy", JSONValue.format(1000 + Double(second) * 0.5), into: log)
+            try await publish(broker, "grid/energy", JSONValue.format(counterKWh + Double(second) * 0.5), into: log)
             try await Task.sleep(until: begin + .seconds(second - seconds.lowerBound + 1), clock: clock)  // the test is about time passing
         }
     }
