@@ -31,14 +31,14 @@ final class StateFileWriter: Sendable {
     /// `state.json.alt`: the state's other copy.
     let alternatePath: String
     /// Where releases before the two copies kept the previous state (`state.json.spare`): an older
-    /// state than the one at `path`, removed by the first save.
+    /// state than the one at `path`, removed by the first save of a run.
     let legacySparePath: String
 
     /// The copy the next save rewrites, and its sequence; nil when it is to be found on the disk
     /// (the first save of a run, a save after a failed one, after the stop's save).
     private let next = Mutex<Due?>(nil)
 
-    struct Due: Equatable {
+    struct Due {
         var file: String
         var sequence: UInt64
         /// The state at `path` has no seal (a release before the two copies wrote it): it is
@@ -65,7 +65,14 @@ final class StateFileWriter: Sendable {
     /// follows in this run (the stop, a replay's save), so the state is left alone at its path.
     func write(_ body: [UInt8], last: Bool, newest: () -> (file: String, sequence: UInt64, sealed: Bool)?) throws(FileError) {
         try next.withLock { next throws(FileError) in
-            let due = next ?? self.due(after: newest())
+            let due: Due
+            if let known = next {
+                due = known
+            } else {
+                due = self.due(after: newest())
+                // The state before the state of a release before the two copies: older than either.
+                unlink(legacySparePath)
+            }
             next = nil  // known again only once this save is on the disk
             let bytes = StateSeal.sealed(body, sequence: due.sequence)
             if due.replacingUnsealed {
@@ -73,7 +80,6 @@ final class StateFileWriter: Sendable {
                 // gone before the state is replaced, so that it is never read as the newer.
                 if Self.isPlainFile(alternatePath) { unlink(alternatePath) }
                 try FileIO.writeAtomically(bytes, to: path)
-                unlink(legacySparePath)
                 if !last { next = Due(file: alternatePath, sequence: due.sequence + 1) }
                 return
             }
@@ -82,7 +88,6 @@ final class StateFileWriter: Sendable {
                 try FileIO.writeAtomically(bytes, to: path)
                 return
             }
-            unlink(legacySparePath)
             if last {
                 if due.file == alternatePath {
                     guard rename(alternatePath, path) == 0 else { throw FileError(path) }
