@@ -6,12 +6,13 @@
 // image).
 //
 //   cc -O2 -o save-variants bench/save-variants.c
-//   ./save-variants DIR new|new-no-folder-sync|new-fdatasync|spare COUNT BYTES SECONDS
+//   ./save-variants DIR new|new-no-folder-sync|new-fdatasync|spare|copies COUNT BYTES SECONDS
 //
 // new: a new file, fsync, rename, fsync of the folder (FileIO.writeAtomically). new-no-folder-sync:
 // the same without the folder's fsync. new-fdatasync: fdatasync instead of the file's fsync. spare:
 // the spare rewritten in place, fdatasync, RENAME_EXCHANGE with the file, fsync of the folder
-// (StateFileWriter).
+// (the StateFileWriter before the two copies). copies: two files rewritten in turn, in place,
+// padded to 4 KiB, fdatasync alone; a copy's creation also fsyncs the folder (StateFileWriter).
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -56,9 +57,22 @@ static void sync_folder(const char *dir) {
     close(fd);
 }
 
-static void save(const char *dir, const char *mode, const char *bytes, int count) {
+static void save(const char *dir, const char *mode, const char *bytes, int count, int index) {
     char path[512], temporary[600];
     snprintf(path, sizeof path, "%s/state.json", dir);
+    if (!strcmp(mode, "copies")) {
+        if (index % 2) strcat(path, ".alt");
+        int made = access(path, F_OK) != 0;
+        int fd = open(path, O_WRONLY | O_CREAT, 0600);
+        char block[4096];
+        memset(block, ' ', sizeof block);
+        memcpy(block, bytes, count < 4096 ? count : 4096);
+        pwrite(fd, block, sizeof block, 0);
+        fdatasync(fd);
+        close(fd);
+        if (made) sync_folder(dir);
+        return;
+    }
     if (!strcmp(mode, "spare")) {
         snprintf(temporary, sizeof temporary, "%s.spare", path);
         int fd = open(temporary, O_WRONLY | O_CREAT, 0600);
@@ -80,7 +94,7 @@ static void save(const char *dir, const char *mode, const char *bytes, int count
 
 int main(int argc, char **argv) {
     if (argc != 6) {
-        fprintf(stderr, "usage: %s DIR new|new-no-folder-sync|new-fdatasync|spare COUNT BYTES SECONDS\n", argv[0]);
+        fprintf(stderr, "usage: %s DIR new|new-no-folder-sync|new-fdatasync|spare|copies COUNT BYTES SECONDS\n", argv[0]);
         return 64;
     }
     const char *dir = argv[1], *mode = argv[2];
@@ -95,7 +109,7 @@ int main(int argc, char **argv) {
     long commits = transactions(info.st_dev);
     for (int i = 0; i < saves; i++) {
         bytes[i % size] = 'a' + i % 26;  // each save different, as the state is
-        save(dir, mode, bytes, size);
+        save(dir, mode, bytes, size, i);
         sleep(seconds);
     }
     sleep(35);  // the metadata's write-back (30 s) of the last saves

@@ -19,7 +19,9 @@ printf 'output: {stdout: false}\n' >> "$work/demo.yaml" 2>/dev/null || true
 "$flowbridge" simulate --broker "127.0.0.1:$port" --speed 1 > "$work/simulate.log" 2>&1 & sim=$!
 strace -f -qq -c -e trace=fsync,fdatasync -o "$work/strace.txt" "$flowbridge" run --config "$work/demo.yaml" > /dev/null 2> "$work/run.log" & daemon=$!
 sleep 2
-pid=$(pgrep -P "$daemon" -x flowbridge || echo "$daemon")
+# The daemon is strace's child, whatever its binary is called (strace's own write_bytes are not its).
+pid=$(pgrep -P "$daemon" | head -1)
+[ -n "$pid" ] || { echo "sd-writes: flowbridge did not start under strace; see $work/run.log" >&2; cat "$work/run.log" >&2; exit 1; }
 start_bytes=$(awk '/^write_bytes/ {print $2}' "/proc/$pid/io")
 sleep "$seconds"
 end_bytes=$(awk '/^write_bytes/ {print $2}' "/proc/$pid/io")

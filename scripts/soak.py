@@ -79,6 +79,7 @@ import socket
 import subprocess
 import sys
 import threading
+import zlib
 import time
 import urllib.request
 from datetime import datetime, timezone
@@ -100,6 +101,26 @@ WORK = os.path.join(ROOT, ".build", "soak")
 # In a folder of its own, which the daemon creates, as under systemd's StateDirectory=: what a
 # save writes depends on where the file system puts the folder's and the files' inodes.
 STATE = os.path.join(WORK, "state", "state.json")
+
+
+def saved_state():
+    """The state a restart continues from: of its two copies (state.json, state.json.alt), the one
+    with the higher "sequence" whose "crc32" matches every byte before it (docs/service.md#state).
+    After a kill -9 the newer one is either file."""
+    newest = None
+    for path in (STATE, STATE + ".alt"):
+        try:
+            with open(path, "rb") as copy:
+                data = copy.read().rstrip()
+            lead = data.rindex(b',"crc32":"')
+            if zlib.crc32(data[:lead]) != int(data[lead + 10:lead + 18], 16):
+                continue
+        except (FileNotFoundError, ValueError):
+            continue
+        state = json.loads(data)
+        if newest is None or state["sequence"] > newest["sequence"]:
+            newest = state
+    return newest
 
 
 def say(text):
@@ -203,7 +224,7 @@ class Daemon:
         strace = shutil.which("strace") if trace_syncs else None
         self.syncs_path = os.path.join(WORK, f"syncs-{self.generation}.txt") if strace else None
         if strace:
-            command = [strace, "-f", "--seccomp-bpf", "-qq", "-ttt", "-e", "trace=fsync,fdatasync", "-o", self.syncs_path] + command
+            command = [strace, "-f", "--seccomp-bpf", "-qq", "-ttt", "-y", "-e", "trace=fsync,fdatasync", "-o", self.syncs_path] + command
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ))
         self.log_copier = threading.Thread(target=self.copy_log, args=(self.process.stderr, log), daemon=True)
         self.log_copier.start()
@@ -226,19 +247,21 @@ class Daemon:
         os.kill(self.pid, number)
 
     def sync_calls(self, begin, end):
-        """The fsyncs and fdatasyncs strace saw between two times: [(time, "fsync" or "fdatasync")]."""
+        """The fsyncs and fdatasyncs strace saw between two times: [(time, "fsync" or "fdatasync",
+        the file synced)]."""
         found = []
         with open(self.syncs_path) as calls:
             for line in calls:
                 fields = line.split(None, 2)
                 if len(fields) == 3 and begin <= float(fields[1]) <= end:
-                    found.append((float(fields[1]), fields[2].split("(", 1)[0]))
+                    call, _, rest = fields[2].partition("(")
+                    found.append((float(fields[1]), call, rest.partition("<")[2].partition(">")[0]))
         return found
 
     def syncs(self, begin, end):
         """The fsyncs and fdatasyncs strace saw between two times: {"fsync": n, "fdatasync": m}."""
         counts = {"fsync": 0, "fdatasync": 0}
-        for _, call in self.sync_calls(begin, end):
+        for _, call, _ in self.sync_calls(begin, end):
             counts[call] = counts.get(call, 0) + 1
         return counts
 
@@ -523,8 +546,7 @@ def main():
             daemon.process.wait()
             # What the state says the widget shows must be what it shows, or be marked in doubt:
             # the restart's first patch is made against it.
-            with open(STATE) as saved:
-                delivery = json.load(saved).get("sinks", {}).get("push:power", {})
+            delivery = (saved_state() or {}).get("sinks", {}).get("push:power", {})
             shown = standin.state()["document"]
             if delivery.get("in_doubt") is False and delivery.get("shown") != shown:
                 failures.append("after kill -9 the state says the widget shows, without doubt, a document it does not show: "
@@ -661,14 +683,16 @@ def main():
         else:
             seconds, written = writes[-1][0] - writes[0][0], writes[-1][1] - writes[0][1]
             syncs = daemon.syncs(writes[0][0], writes[-1][0]) if daemon.syncs_path else None
-            # One fdatasync a save (the spare's): what a save wrote, whatever the window caught.
-            per_save = written // syncs["fdatasync"] if syncs and syncs["fdatasync"] else None
+            # One fdatasync a save, of one of the state's two copies (state.json, state.json.alt):
+            # what a save wrote, whatever the window caught (the day book's few commits in it).
+            saves = [at for at, call, path in daemon.sync_calls(writes[0][0], writes[-1][0])
+                     if call == "fdatasync" and path in (STATE, STATE + ".alt")] if syncs else []
+            per_save = written // len(saves) if saves else None
             # A price change is saved at once (at the next tick), and once more when the counter's
-            # rise passed it: at SPEED, SPEED times as often as at home. The state's saves (each
-            # ends with the folder's fsync) within 2.5 s after a change are counted at a home's
-            # pace (24 / SOAK_PRICE_HOURS changes a day), the rest as they came.
+            # rise passed it: at SPEED, SPEED times as often as at home. The state's saves within
+            # 2.5 s after a change are counted at a home's pace (24 / SOAK_PRICE_HOURS changes a
+            # day), the rest as they came.
             changes = [at for at in publisher.price_changes if writes[0][0] <= at <= writes[-1][0]]
-            saves = [at for at, call in daemon.sync_calls(writes[0][0], writes[-1][0]) if call == "fsync"] if syncs else []
             # A save at once restarts the minute's wait, so the price saves stand in for the
             # minute's saves of the home's integrated consumption: at home those come once a minute
             # at least.

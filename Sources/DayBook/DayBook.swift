@@ -11,8 +11,17 @@ import Glibc
 /// are all there or none are.
 ///
 /// On an SD card every sync counts: the file is in WAL mode, a commit appends its pages to the
-/// write-ahead log and syncs it once (`synchronous=FULL`: a commit the daemon has taken off its
-/// queue survives a power cut), and the log is folded back into the file every 1,000 pages.
+/// write-ahead log and syncs it once, and the log is folded back into the file every 1,000 pages.
+///
+/// Why `synchronous=FULL`, a sync at every commit (96 a day, a slot each), and not `NORMAL`, which
+/// syncs the log only when it is folded back: the daemon lets a slot go from the queue in its
+/// state as soon as `write` returns, and the next save of the state (within a minute) no longer
+/// holds it. Under `NORMAL` that commit is not on the disk until the next fold (some 500 pages a
+/// day: every two days), so a power cut in between would lose the slot from the book and from the
+/// state alike. Keeping it another way would cost as much: a fold forced before the state lets a
+/// slot go is a sync at every slot all the same, and a queue that keeps written slots until the
+/// next fold puts up to two days of them into every save of the state. FULL keeps the rule plain:
+/// a slot leaves the state only once the book holds it on the disk.
 public final class DayBook {
     public let path: String
     let database: SQLiteDatabase

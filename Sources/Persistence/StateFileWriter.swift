@@ -2,99 +2,137 @@ import Glibc
 import Platform
 import Synchronization
 
-/// Writes the state file again and again (once a minute while an integrated energy moves) at
-/// some 40 % of what `FileIO.writeAtomically` costs an SD card, and as atomically: a power cut
-/// leaves the old state or the new one at the state's path, never a torn one.
+/// Writes the state again and again (once a minute while an integrated energy moves) with one
+/// sync a save, and as safely as a new file renamed over the old one: a power cut leaves the
+/// newest whole save readable, or the one before it.
 ///
-/// A new file for every save costs ext4 two journal commits: the new file's inode, its block and
-/// its name in the folder when its fsync writes it, then the rename and the old file's freed inode
-/// and block. (Without the folder's fsync the second commit only comes 5 s later, the journal's
-/// period: as many blocks, and the rename not yet durable.) So the previous state's file is kept
-/// beside the state as a spare (`state.json.spare`), and each save rewrites the spare in place,
-/// fdatasyncs it and exchanges the two names (`renameat2`, `RENAME_EXCHANGE`), then fsyncs the
-/// folder. The spare keeps its blocks and its size, so its fdatasync writes the data alone; the
-/// exchange touches only the folder's entries and the two inodes' times: one commit a save.
-/// Measured with the daemon on ext4 with its journal and 4 KiB blocks, as on a Raspberry Pi's SD
-/// card (bench/NOTES.md): 36 KB reach the device a save, against 94 KB for a new file. Both are
-/// two syncs a save.
+/// The state is kept in two copies, `state.json` and `state.json.alt`, and each save rewrites the
+/// older of the two in place and fdatasyncs it; nothing is renamed, so the folder needs no fsync.
+/// A save that a power cut tears leaves that copy torn and the other whole: each copy carries a
+/// sequence number and a checksum (`StateSeal`), and the state is the newer whole copy
+/// (`StateStore.inspect`). The copies are padded with spaces to whole blocks of the file system
+/// (JSON allows the whitespace), so a copy keeps its size and its blocks while the state does not
+/// grow past a block, and its fdatasync writes its data alone. Measured by `make sd-writes`
+/// (bench/NOTES.md): one sync a save instead of two (the spare's fdatasync, the exchange of the two
+/// names, the folder's fsync, as before).
 ///
-/// Why it is atomic: the bytes go into the spare, never into the file at the state's path; they
-/// are on the disk (fdatasync) before the exchange makes them the state; and the exchange is
-/// durable (the folder's fsync) before the next save rewrites what is then the spare. A spare
-/// left by an earlier run may still be the state on the disk (a run killed between its exchange
-/// and the folder's fsync), so the first save of a run, and the save after a failed one, fsync
-/// the folder before touching the spare. The spare is padded with spaces to whole blocks of the
-/// file system (JSON allows the whitespace), so its size stays the same while the state does not
-/// grow past a block.
+/// Why a save is never lost to a torn write: the copy being written is never the newest whole one;
+/// its bytes are on the disk (fdatasync) before the next save starts on the other copy; and a copy
+/// made afresh (the first save into it) is fsynced with its folder, so its name is on the disk
+/// before the other copy is rewritten. The stop's save (`last`) leaves the newest state alone at
+/// the state's path (renaming the alternate copy over it, or removing the older alternate), so a
+/// stopped daemon's state is one file, as a person and the tools expect.
 ///
-/// One writer per state: the daemon and `replay --state` hold `StateLock`. A spare that is not a
-/// plain file of its own (a folder, a link) is not used: the save is then a new file, renamed.
+/// One writer per state: the daemon and `replay --state` hold `StateLock`. An alternate copy that
+/// is not a plain file of its own (a folder, a link) is left as it is: the save is then a new file
+/// renamed over the state (`FileIO.writeAtomically`, two syncs).
 final class StateFileWriter: Sendable {
     let path: String
-    /// `state.json.spare`: the previous state, rewritten into the next one.
-    let sparePath: String
-    /// Whether the last exchange is known to be on the disk, so the spare is not the state there.
-    private let exchangeDurable = Mutex(false)
+    /// `state.json.alt`: the state's other copy.
+    let alternatePath: String
+    /// Where releases before the two copies kept the previous state (`state.json.spare`): an older
+    /// state than the one at `path`, removed by the first save of a run.
+    let legacySparePath: String
+
+    /// The copy the next save rewrites, and its sequence; nil when it is to be found on the disk
+    /// (the first save of a run, a save after a failed one, after the stop's save).
+    private let next = Mutex<Due?>(nil)
+
+    struct Due {
+        var file: String
+        var sequence: UInt64
+        /// The state at `path` has no seal (a release before the two copies wrote it): it is
+        /// replaced whole, as that release did, since it is read before any alternate copy.
+        var replacingUnsealed = false
+    }
 
     init(path: String) {
         self.path = path
-        sparePath = "\(path).spare"
+        alternatePath = "\(path).alt"
+        legacySparePath = "\(path).spare"
     }
 
-    /// Writes `bytes` (JSON) as the file at `path`. `keepingSpare`: another save follows in this
-    /// run, so the previous state is kept as the spare; false for the last one (the stop, a
-    /// replay's save), which leaves the state's file alone in its folder.
-    func write(_ bytes: [UInt8], keepingSpare: Bool) throws(FileError) {
-        try exchangeDurable.withLock { durable throws(FileError) in
-            if !durable, FileIO.exists(sparePath) { try FileIO.syncFolder(of: path) }
-            durable = false
-            guard let spare = openSpare() else {
+    /// The copy to write after the newest whole one (`newest`: its file, the highest sequence, and
+    /// whether it is sealed; nil when there is none, and then the state's own path is written first).
+    func due(after newest: (file: String, sequence: UInt64, sealed: Bool)?) -> Due {
+        guard let newest else { return Due(file: path, sequence: 1) }
+        guard newest.sealed else { return Due(file: path, sequence: newest.sequence + 1, replacingUnsealed: true) }
+        return Due(file: newest.file == path ? alternatePath : path, sequence: newest.sequence + 1)
+    }
+
+    /// Writes the state `body` (an encoded JSON object) sealed into the copy that is due. `newest`
+    /// finds the newest whole copy on the disk when this writer does not know it. `last`: no save
+    /// follows in this run (the stop, a replay's save), so the state is left alone at its path.
+    func write(_ body: [UInt8], last: Bool, newest: () -> (file: String, sequence: UInt64, sealed: Bool)?) throws(FileError) {
+        try next.withLock { next throws(FileError) in
+            let due: Due
+            if let known = next {
+                due = known
+            } else {
+                due = self.due(after: newest())
+                // The state before the state of a release before the two copies: older than either.
+                unlink(legacySparePath)
+            }
+            next = nil  // known again only once this save is on the disk
+            let bytes = StateSeal.sealed(body, sequence: due.sequence)
+            if due.replacingUnsealed {
+                // An alternate copy beside it is older (a later release ran before the earlier one):
+                // gone before the state is replaced, so that it is never read as the newer.
+                if Self.isPlainFile(alternatePath) { unlink(alternatePath) }
                 try FileIO.writeAtomically(bytes, to: path)
-                durable = true
+                if !last { next = Due(file: alternatePath, sequence: due.sequence + 1) }
                 return
             }
-            try rewrite(spare.fd, with: bytes, blockSize: spare.blockSize, size: spare.size)
-            if FileIO.exchange(sparePath, path) {
-                if !keepingSpare { unlink(sparePath) }
-            } else if rename(sparePath, path) != 0 {
-                // No state yet (ENOENT), or no exchange on this file system: a plain rename of the
-                // spare, whose bytes are already on the disk.
-                throw FileError(path)
+            guard try rewrite(due.file, with: bytes) else {
+                // Not a plain file of its own: left alone, and the state renamed whole.
+                try FileIO.writeAtomically(bytes, to: path)
+                return
             }
-            try FileIO.syncFolder(of: path)
-            durable = true
+            if last {
+                if due.file == alternatePath {
+                    guard rename(alternatePath, path) == 0 else { throw FileError(path) }
+                } else {
+                    unlink(alternatePath)
+                }
+                // No fsync of the folder: a power cut that undoes the rename (or the removal)
+                // leaves the newer copy beside the older one, and the newer is read.
+            } else {
+                next = Due(file: due.file == path ? alternatePath : path, sequence: due.sequence + 1)
+            }
         }
     }
 
-    /// The spare, opened for writing (created when missing); nil when what is there is not a plain
-    /// file of its own.
-    private func openSpare() -> (fd: Int32, blockSize: Int, size: Int)? {
-        let fd = open(sparePath, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return nil }
+    /// Writes `bytes`, padded, over the copy `file` from its start, cuts what is beyond them and
+    /// syncs it. False (nothing written) when `file` is not a plain file of its own.
+    private func rewrite(_ file: String, with bytes: [UInt8]) throws(FileError) -> Bool {
         var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 else {
-            close(fd)
-            return nil
-        }
-        return (fd, Int(info.st_blksize), Int(info.st_size))
-    }
-
-    /// Writes the padded bytes over the spare from its start, cuts what is beyond them, and
-    /// fdatasyncs it; closes `fd` in any case.
-    private func rewrite(_ fd: Int32, with bytes: [UInt8], blockSize: Int, size: Int) throws(FileError) {
+        let made = lstat(file, &info) != 0 && errno == ENOENT
+        guard made || Self.isPlainFile(file) else { return false }
+        let fd = open(file, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | (made ? O_CREAT | O_EXCL : 0), 0o600)
+        guard fd >= 0 else { throw FileError(file) }
         defer { close(fd) }
-        let padded = Self.padded(bytes, blockSize: blockSize)
+        guard fstat(fd, &info) == 0 else { throw FileError(file) }
+        let padded = Self.padded(bytes, blockSize: Int(info.st_blksize))
         var written = 0
         while written < padded.count {
             let count = padded[written...].withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(written)) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw FileError(sparePath)
+                throw FileError(file)
             }
             written += count
         }
-        if size > padded.count, ftruncate(fd, off_t(padded.count)) != 0 { throw FileError(sparePath) }
-        guard fdatasync(fd) == 0 else { throw FileError(sparePath) }
+        if Int(info.st_size) > padded.count, ftruncate(fd, off_t(padded.count)) != 0 { throw FileError(file) }
+        guard fdatasync(fd) == 0 else { throw FileError(file) }
+        // A copy made now is a new name in the folder: on the disk before the other copy is rewritten.
+        if made { try FileIO.syncFolder(of: file) }
+        return true
+    }
+
+    /// Whether `file` is a plain file of its own: not a folder, a link, or a second name of another file.
+    static func isPlainFile(_ file: String) -> Bool {
+        var info = stat()
+        return lstat(file, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && info.st_nlink == 1
     }
 
     /// `bytes`, then spaces and a newline up to a whole number of blocks (512 bytes to 64 KiB, the

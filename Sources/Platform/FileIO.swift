@@ -108,25 +108,6 @@ public enum FileIO {
         guard fsync(directory) == 0 else { throw FileError(name) }
     }
 
-    /// Swaps two names atomically (`renameat2(…, RENAME_EXCHANGE)`: Linux 3.15 and later, on ext4,
-    /// XFS, Btrfs, F2FS and tmpfs): each then names the other's file, and a crash leaves both
-    /// swapped or neither. False with `errno` set when it did not: `EINVAL` or `ENOSYS` where the
-    /// file system or the kernel has no exchange, `ENOENT` when one of them is missing.
-    package static func exchange(_ first: String, _ second: String) -> Bool {
-        guard let renameat2 = Self.renameat2 else {
-            errno = ENOSYS
-            return false
-        }
-        return renameat2(AT_FDCWD, first, AT_FDCWD, second, renameExchange) == 0
-    }
-
-    /// `RENAME_EXCHANGE` of <linux/fs.h>.
-    static let renameExchange: UInt32 = 1 << 1
-    typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
-    /// glibc has `renameat2` since 2.28, but Swift's Glibc module does not show it (it is declared
-    /// for `_GNU_SOURCE` only): looked up once among the loaded libraries (`RTLD_DEFAULT`).
-    static let renameat2: RenameAt2? = dlsym(nil, "renameat2").map { unsafeBitCast($0, to: RenameAt2.self) }
-
     public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
     /// True when `path` is the file `info` describes (the same device and inode).

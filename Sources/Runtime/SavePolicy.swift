@@ -1,8 +1,8 @@
 import FlowCore
 import FoundationEssentials
 
-/// When the state is worth writing. Every save is two syncs (the spare's fdatasync and the
-/// folder's fsync, see `StateFileWriter`): on an SD card that is wear, so the state is written
+/// When the state is worth writing. Every save is a sync (the fdatasync of the older of the
+/// state's two copies, see `StateFileWriter`): on an SD card that is wear, so the state is written
 /// when losing it would cost something, not whenever a reading came.
 ///
 /// What a save protects, and so when it is due (for the totals the widgets show and for every
@@ -21,7 +21,7 @@ import FoundationEssentials
 ///
 /// A home whose every total and account comes from a counter thus saves every ten minutes (and
 /// at sunrise and midnight); one that integrates anything (every flow widget whose home is
-/// derived: its consumption) saves once a minute while power flows: 1,440 saves and 2,880 syncs
+/// derived: its consumption) saves once a minute while power flows: 1,440 saves and as many syncs
 /// a day, and those due at once besides, a few (it was every 5 s: 17,280 saves, 34,560 fsyncs).
 /// Saving less often than that would break the minute's bound, and a threshold on energy (save
 /// when a total moved by 0.01 kWh) would save *more* often the more power flows (every 12 s at

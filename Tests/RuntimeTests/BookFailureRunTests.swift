@@ -87,7 +87,7 @@ struct BookFailureRunTests {
         #expect(await daemon.waitFor(#""rate":1234"#), "\(daemon.text)")
         // The queue reaches the state file while the book is out (the daemon saves it a minute
         // apart at most; `check` reads it from there).
-        #expect(await eventually(timeout: .seconds(90)) { ((try? String(contentsOfFile: state, encoding: .utf8)) ?? "").contains(#""book":"#) })
+        #expect(await eventually(timeout: .seconds(90)) { savedState(state)?["book"] != nil })
         let checked = try runFlowbridge(["check", "--config", "\(folder.url.path)/config.yaml"])
         #expect(checked.out.contains("wait in the state for the day book"), "\(checked.out)\(checked.err)")
 
@@ -111,7 +111,7 @@ struct BookFailureRunTests {
         let summed = slots.map { $0.energyKWh["exchange"]?[.imported] ?? 0 }.reduce(0, +)
         #expect(abs(summed - (day.accountsKWh[.imported] ?? 0)) < 1e-9)
         // Nothing waits any more.
-        let saved = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
+        let saved = try #require(savedState(state))
         #expect(saved["book"] == nil, "\(saved["book"] ?? .null)")
     }
 }

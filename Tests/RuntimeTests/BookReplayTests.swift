@@ -221,7 +221,7 @@ import Testing
         }
         // 00:00 to 06:00: 24 slots close.
         #expect(try runFlowbridge(["replay", "--config", config, "--state", state, try folder.write("a.ndjson", lines(0...360))]).status == 0)
-        let saved = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
+        let saved = try #require(savedState(state))
         #expect(BookQueue(state: saved).slots.count == 24)
         #expect(!FileManager.default.fileExists(atPath: book))
         // 06:00 to 07:00 with the book: the 24 that waited, and 4 more.
@@ -231,7 +231,7 @@ import Testing
         let importKWh = slots.map { $0.energyKWh["exchange"]?[.imported] ?? 0 }.reduce(0, +)
         // 06:59's minute is counted at the 07:00 reading, once 07:00's slot is open: 4.19 closed.
         #expect(abs(importKWh - 4.19) < 1e-6)
-        let after = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
+        let after = try #require(savedState(state))
         #expect(after["book"] == nil)
     }
 }

@@ -220,7 +220,7 @@ struct PriceKillTests {
         let config = TariffRestartTests.config(port: broker.port, state: state)
         let log = TariffRestartTests.Published()
         func savedPrices() -> [Double] {
-            guard let data = try? Data(contentsOf: URL(fileURLWithPath: state)), let saved = try? JSONValue(parsing: Array(data)) else { return [] }
+            guard let saved = savedState(state) else { return [] }
             // Each point is `[from, heard, price]`: the prices, to a millionth (300 EUR/MWh is 0.3).
             return (saved["prices"]?[EnergyAccount.imported.rawValue]?["points"]?.arrayValue ?? []).compactMap { $0.arrayValue?.last?.numberValue }
                 .map { ($0 * 1e6).rounded() / 1e6 }

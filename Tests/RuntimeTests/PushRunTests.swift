@@ -59,7 +59,7 @@ struct PushRunTests {
         #expect(seen.maxInFlight == 1)
         await daemon.stop()
         #expect(!daemon.text.contains(service.token))
-        let saved = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
+        let saved = try #require(savedState(state))
         #expect(saved["sinks"]?["push:power"]?["shown"] == computed)
         #expect(saved["sinks"]?["push:power"]?["in_doubt"] == false)
 

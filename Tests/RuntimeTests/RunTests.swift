@@ -346,7 +346,7 @@ struct RunTests {
         // Still ingesting while stdout is stuck: a last reading reaches the saved state.
         try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":4242}"#)
         func savedGrid() -> JSONValue? {
-            (try? Data(contentsOf: URL(fileURLWithPath: state))).flatMap { try? JSONValue(parsing: Array($0)) }?["readings"]?["grid"]?["value"]
+            savedState(state)?["readings"]?["grid"]?["value"]
         }
         // A reading is saved within a minute (see `SavePolicy`).
         #expect(await eventually(timeout: .seconds(90)) { savedGrid() == 4242 }, "\(log())")

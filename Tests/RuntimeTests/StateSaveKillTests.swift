@@ -64,7 +64,7 @@ struct StateSaveKillTests {
         first.process.send(SIGKILL)
         #expect(await first.process.waitForExit(timeout: .seconds(5)))
 
-        let saved = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
+        let saved = try #require(savedState(state))
         let savedSolarKWh = try #require(saved["totals"]?["power/inputs[0]"]?["kwh"]?.numberValue, "\(saved)")
         let shownSolarKWh = try #require(shown.solarKWh)
         let minuteKWh = Self.solarW * 60 / 3_600_000

@@ -58,7 +58,7 @@ struct TariffRestartTests {
     /// The money of widget `power` the state at `state` holds after the fault, and what a replay
     /// of the same messages at the times they were sent makes of them without the fault.
     static func moneyAgainstReplay(state: String, log: Published) throws -> (saved: JSONValue, faultFree: MoneyReport) {
-        let saved = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
+        let saved = try #require(savedState(state))
         let money = try #require(saved["money"]?["power"], "\(saved)")
         let trace = log.messages.map { TraceMessage(at: $0.0, topic: $0.1, payload: Array($0.2.utf8)).line }
         let run = try replayWithLog(config: config(port: nil, state: state), trace: trace, final: false)
@@ -77,7 +77,7 @@ struct TariffRestartTests {
         try await Self.publish(broker, "market/price", "300", into: log)  // 0.30 + 0.05 fees
         try await Self.meters(broker, seconds: 0...5, into: log)
         // The first save holds the counter's baseline and the price; the rest of the minute is lost.
-        #expect(await eventually { (try? String(contentsOfFile: state, encoding: .utf8))?.contains("\"points\"") == true })
+        #expect(await eventually { savedState(state)?["prices"]?.objectValue?.values.contains { $0["points"] != nil } == true })
         #expect(await first.waitFor(#""total":2.5"#), "\(first.text)")
         first.process.send(SIGKILL)
         #expect(await first.process.waitForExit(timeout: .seconds(5)))
