@@ -21,8 +21,7 @@ struct ScheduleRunTests {
     }
 
     static func importCost(in state: String) -> Double? {
-        guard let data = try? Data(contentsOf: URL(fileURLWithPath: state)), let saved = try? JSONValue(parsing: Array(data)) else { return nil }
-        return saved["money"]?["power"]?["import_cost"]?.numberValue
+        savedState(state)?["money"]?["power"]?["import_cost"]?.numberValue
     }
 
     @Test func aFreshStartPricesItsFirstAccountsFromTheRetainedSchedule() async throws {
@@ -40,7 +39,7 @@ struct ScheduleRunTests {
         #expect(await first.waitFor(#""total":1.5"#), "\(first.text)")
         // The schedule is saved at once, with the counter's baseline: a restart counts the rise
         // since the baseline again and prices it from them.
-        #expect(await eventually { (try? String(contentsOfFile: state, encoding: .utf8))?.contains("\"slots\"") == true })
+        #expect(await eventually { savedState(state)?["prices"]?.objectValue?.values.contains { $0["slots"] != nil } == true })
         #expect(!first.text.contains("flows without a price"), "\(first.text)")
         first.process.send(SIGKILL)
         #expect(await first.process.waitForExit(timeout: .seconds(5)))
@@ -53,7 +52,7 @@ struct ScheduleRunTests {
         // 3 kWh since the first reading, all at 0.35, none unpriced.
         #expect(Self.importCost(in: state).map { abs($0 - 1.05) < 1e-9 } == true, "\(Self.importCost(in: state) ?? .nan)")
         #expect(!second.text.contains("flows without a price"), "\(second.text)")
-        let saved = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: state))))
+        let saved = try #require(savedState(state))
         #expect(saved["money"]?["power"]?["unpriced_kwh"] == nil, "\(saved)")
     }
 }
