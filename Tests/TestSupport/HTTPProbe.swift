@@ -122,16 +122,27 @@ public enum HTTPProbe {
         return nil
     }
 
-    /// A free loopback TCP port (bound and let go: a moment's race, as every test port has).
+    /// A TCP port free now on every address (the window binds `0.0.0.0` too), for a daemon or a
+    /// broker to listen on. From below the kernel's ephemeral range (`ip_local_port_range`): a port
+    /// the kernel picks is also the next outgoing connection's, and with a thousand connections
+    /// opened by a test running in parallel, one was taken before the daemon could bind it. At
+    /// random, so parallel tests rarely meet on one; tried by binding it.
     public static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
+            .split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        let below = max(range?.first ?? 32768, 12_000)
+        while true {
+            let port = Int.random(in: 10_000..<below)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            address.sin_addr.s_addr = 0  // INADDR_ANY: free on loopback and beyond
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            close(fd)
+            if bound { return port }
+        }
     }
 }

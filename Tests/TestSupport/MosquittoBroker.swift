@@ -305,14 +305,10 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     // MARK: Helpers
 
-    /// Binds 127.0.0.1:0, reads the port the kernel chose, and closes the socket again: a port
-    /// nobody listens on, for a broker to start on. (For a client to find closed, `ClosedPort`:
-    /// a port let go can be taken by the broker of a test running in parallel.)
-    public static func freeLoopbackPort() throws -> Int {
-        let (fd, port) = try boundLoopbackSocket()
-        close(fd)
-        return port
-    }
+    /// A port nobody listens on, for a broker to start on (`HTTPProbe.freePort`). (For a client to
+    /// find closed, `ClosedPort`: a port let go can be taken by the broker of a test running in
+    /// parallel.)
+    public static func freeLoopbackPort() throws -> Int { HTTPProbe.freePort() }
 
     /// A loopback port that stays closed while this lives: bound and never listened on, so a client
     /// is refused there and no broker of a test running in parallel can take it.
