@@ -33,8 +33,11 @@ struct HistoryCommand: Command {
     }
     static let tariff = Option<String?>(
         "--tariff", placeholder: "OTHER.yaml",
-        help: "a file with a tariff: section (fixed prices or time-of-use zones): what it would have billed, beside the bill, and the difference")
-    static var options: [any OptionDeclaration] { [config, SharedOptions.state, book, period, grouping, format, tariff] }
+        help: "a file with a tariff: section (fixed prices, time-of-use zones, or a price source given with --prices): what it would have billed, beside the bill, and the difference")
+    static let prices = Option<String?>(
+        "--prices", placeholder: "FILE.csv",
+        help: "with --tariff: the past prices of the price sources it names, a CSV with the header start,end and a column per source (each row the price per kWh before fees and VAT, from start to end)")
+    static var options: [any OptionDeclaration] { [config, SharedOptions.state, book, period, grouping, format, tariff, prices] }
 
     let configPath: String?
     let stateOverride: String?
@@ -43,6 +46,7 @@ struct HistoryCommand: Command {
     let grouping: BookGrouping
     let format: HistoryFormat
     let tariffPath: String?
+    let pricesPath: String?
 
     init(parsing arguments: Arguments) throws(UsageError) {
         configPath = try arguments.value(Self.config)
@@ -52,6 +56,8 @@ struct HistoryCommand: Command {
         grouping = try arguments.value(Self.grouping)
         format = try arguments.value(Self.format)
         tariffPath = try arguments.value(Self.tariff)
+        pricesPath = try arguments.value(Self.prices)
+        if pricesPath != nil, tariffPath == nil { throw UsageError("--prices prices another tariff: give it with --tariff") }
     }
 
     func run() -> ExitStatus {
@@ -73,10 +79,23 @@ struct HistoryCommand: Command {
         }
         var repricing: BookRepricing?
         if let tariffPath {
+            var prices: [String: PriceSchedule] = [:]
+            if let pricesPath {
+                let bytes: [UInt8]
+                do { bytes = try FileIO.read(pricesPath, limit: PriceFile.maxBytes) } catch {
+                    StandardError.print("flowbridge: --prices \(error)")
+                    return .noInput
+                }
+                do { prices = try PriceFile(csv: String(decoding: bytes, as: UTF8.self)).schedules } catch {
+                    StandardError.print("flowbridge: --prices \(pricesPath): \(error)")
+                    return .dataError
+                }
+            }
             do {
-                repricing = try BookRepricing(tariff: TariffConfig.load(path: tariffPath))
+                repricing = try BookRepricing(tariff: TariffConfig.load(path: tariffPath, priceLists: Array(prices.keys)), prices: prices)
             } catch {
                 StandardError.print("flowbridge: --tariff \(error)")
+                if pricesPath == nil { StandardError.print("(a price source's past prices come with --prices FILE.csv, a column named after it)") }
                 return .config
             }
         }

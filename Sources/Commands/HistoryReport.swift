@@ -41,7 +41,10 @@ struct HistoryReport {
         let code = currency?.code ?? "money"
         var header = ["start", "end", "widget"] + accounts.map { "\($0.rawValue)_kWh" }
         header += ["import_cost", "export_earnings", "standing_charge", "net_cost", "saved"].map { "\($0)_\(code)" }
-        if other != nil { header += ["other_import_cost", "other_export_earnings", "other_standing_charge", "other_net_cost", "difference"].map { "\($0)_\(code)" } }
+        if other != nil {
+            header += ["other_import_cost", "other_export_earnings", "other_standing_charge", "other_net_cost", "difference"].map { "\($0)_\(code)" }
+            header.append("other_unpriced_kWh")
+        }
         header.append("hours")
         var lines = [header.joined(separator: ",")]
         for (index, row) in rows.enumerated() {
@@ -52,6 +55,7 @@ struct HistoryReport {
                 let priced = other[index].money
                 fields += Self.amounts(priced).prefix(4)
                 fields.append(Self.difference(row.money, priced).map(JSONValue.format) ?? "")
+                fields.append(priced.map { JSONValue.format($0.unpricedKWh.values.reduce(0, +)) } ?? "")
             }
             fields.append(JSONValue.format(row.hours))
             lines.append(fields.joined(separator: ","))
@@ -134,11 +138,15 @@ struct HistoryReport {
         let otherTotals = other.map { DayBook.total($0) }
         for (index, total) in totals.enumerated() { lines.append(line(total, label: "total \(period)", other: otherTotals?[index])) }
         let widths = header.indices.map { column in lines.map { $0[column].count }.max() ?? 0 }
-        return lines.map { cells in
+        let table = lines.map { cells in
             cells.enumerated().map { column, cell in
                 column < 2 ? cell.padding(to: widths[column]) : String(repeating: " ", count: widths[column] - cell.count) + cell
             }.joined(separator: "  ")
         }.joined(separator: "\n") + "\n"
+        // Energy the other tariff had no price for is in neither of its amounts: said, not hidden.
+        let unpriced = (otherTotals ?? []).compactMap(\.money).map { $0.unpricedKWh.values.reduce(0, +) }.reduce(0, +)
+        guard unpriced > 0 else { return table }
+        return table + "the other tariff has no price for \(Self.fixed(unpriced, 3)) kWh (outside --prices): its bill leaves them out\n"
     }
 
     /// `value` with `decimals` digits after the point.

@@ -188,8 +188,9 @@ extension ConfigLoader {
 
 extension TariffConfig {
     /// A tariff on its own (`history --tariff OTHER.yaml`): a file with a `tariff:` section as a
-    /// config has it, and nothing else. A price source cannot be named there (no sources).
-    public static func load(path: String) throws(ConfigError) -> TariffConfig {
+    /// config has it, and nothing else. The price sources it may name are the price lists given
+    /// beside it (`priceLists`, `history --prices`: prices per kWh in the tariff's currency).
+    public static func load(path: String, priceLists: [String] = []) throws(ConfigError) -> TariffConfig {
         let bytes: [UInt8]
         do { bytes = try FileIO.read(path, limit: DaemonConfig.sizeLimit) } catch {
             throw ConfigError(file: path, problems: [ConfigProblem(path: "", line: nil, message: "cannot read: \(error.reason)")])
@@ -202,7 +203,10 @@ extension TariffConfig {
         let loader = ConfigLoader(reader: reader, context: nil, file: path)
         var tariff: TariffConfig?
         if var top = ConfigNode(root, path: "", reader: reader).mapping() {
-            tariff = top.required("tariff").flatMap { loader.loadTariff($0, sources: [], flow: nil) }
+            let lists = priceLists.compactMap { name in
+                (try? TopicFilter("prices")).map { SourceConfig(name: name, topic: $0, unit: .perKilowattHour, staleAfterSeconds: nil) }
+            }
+            tariff = top.required("tariff").flatMap { loader.loadTariff($0, sources: lists, flow: nil) }
             top.finish()
         }
         guard reader.problems.isEmpty, let tariff else { throw ConfigError(file: path, problems: reader.problems) }

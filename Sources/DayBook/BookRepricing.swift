@@ -3,8 +3,9 @@ import FoundationEssentials
 
 /// What another tariff would have billed: the stored slots' imported and exported kWh priced at
 /// that tariff's prices in force in each slot, and its standing charge accrued over the slots'
-/// time. A fixed price and time-of-use zones price any past slot; a price source's prices are not
-/// in the book (it keeps each slot's price as billed, fees and VAT in), so such a tariff is refused.
+/// time. A fixed price and time-of-use zones price any past slot; a price source's past prices are
+/// not in the book (it keeps each slot's price as billed, fees and VAT in), so they come from a
+/// price list the person gives (`PriceFile`), and a source without one is refused.
 public struct BookRepricing: Sendable {
     public let tariff: TariffConfig
     let importPrices: PriceTimeline
@@ -15,31 +16,41 @@ public struct BookRepricing: Sendable {
         public var description: String {
             switch self {
             case .priceSource(let name):
-                "the tariff's price comes from the source '\(name)', whose past prices the book does not hold: give a fixed price or zones"
+                "the tariff's price comes from the source '\(name)', whose past prices the book does not hold: give them with --prices FILE.csv (a column '\(name)'), or give a fixed price or zones"
             }
         }
     }
 
-    public init(tariff: TariffConfig) throws(Problem) {
-        for price in [tariff.importPrice, tariff.exportPrice].compactMap({ $0 }) {
-            if let name = price.base.sourceName { throw .priceSource(name) }
+    /// `prices`: the past prices of the sources the tariff names, by name.
+    public init(tariff: TariffConfig, prices: [String: PriceSchedule] = [:]) throws(Problem) {
+        func timeline(_ config: PriceConfig) throws(Problem) -> PriceTimeline {
+            guard let name = config.base.sourceName else { return PriceTimeline(config: config, holdSeconds: nil) }
+            guard let schedule = prices[name] else { throw .priceSource(name) }
+            return PriceTimeline(config: config, schedule: schedule)
         }
         self.tariff = tariff
-        importPrices = PriceTimeline(config: tariff.importPrice, holdSeconds: nil)
-        exportPrices = tariff.exportPrice.map { PriceTimeline(config: $0, holdSeconds: nil) }
+        importPrices = try timeline(tariff.importPrice)
+        exportPrices = try tariff.exportPrice.map { price throws(Problem) in try timeline(price) }
     }
 
-    /// The slot's money under this tariff. The standing charge is the slot's share of its local
-    /// day's (a slot of a 25-hour day carries 1/100 of it), so whole days carry one day's each.
+    /// The slot's money under this tariff. Its energy is taken as spread evenly over its 15
+    /// minutes: where the price changes inside the slot, each part is priced at its own, and a part
+    /// without a price is unpriced, never priced at 0. The standing charge is the slot's share of
+    /// its local day's (a slot of a 25-hour day carries 1/100 of it), so whole days carry one day's each.
     public func money(of slot: ClosedSlot, zone: any LocalTimeZone) -> BookMoney {
         let accounts = BookMoney.sum(slot.energyKWh.values)
-        let importPrice = importPrices.price(at: slot.start, zone: zone) ?? 0
-        let exportPrice = exportPrices?.price(at: slot.start, zone: zone) ?? 0
         let day = zone.day(containing: slot.start)
-        let share = ClosedSlot.seconds / day.end.timeIntervalSince(day.start)
-        return BookMoney(
-            currency: tariff.currency, importCost: (accounts[.imported] ?? 0) * importPrice,
-            exportEarnings: (accounts[.exported] ?? 0) * exportPrice, standingCharge: tariff.standingChargePerDay * share)
+        var money = BookMoney(
+            currency: tariff.currency, importCost: 0, exportEarnings: 0, standingCharge: tariff.standingChargePerDay * ClosedSlot.seconds / day.end.timeIntervalSince(day.start))
+        for (account, prices, amount) in [(EnergyAccount.imported, importPrices, \BookMoney.importCost), (.exported, exportPrices, \.exportEarnings)] {
+            guard let energyKWh = accounts[account], energyKWh != 0 else { continue }
+            guard let prices else { continue }  // no export price: exporting earns nothing
+            prices.forEachStretch(from: slot.start, to: slot.start.addingTimeInterval(ClosedSlot.seconds), zone: zone) { from, to, price in
+                let partKWh = energyKWh * to.timeIntervalSince(from) / ClosedSlot.seconds
+                if let price { money[keyPath: amount] += partKWh * price } else { money.unpricedKWh[account, default: 0] += partKWh }
+            }
+        }
+        return money
     }
 
     /// The rows of `period` under this tariff: the book's rows with their money priced again.

@@ -33,6 +33,13 @@ public struct PriceTimeline: Sendable, Equatable {
         self.holdSeconds = holdSeconds
     }
 
+    /// A price source's timeline over past prices known as a whole (a price list `history` is
+    /// given): the schedule's slots, and no single price.
+    public init(config: PriceConfig, schedule: PriceSchedule) {
+        self.init(config: config, holdSeconds: nil)
+        self.schedule = schedule
+    }
+
     /// The price billed per kWh at `instant` (fees and VAT in); nil when unknown.
     public func price(at instant: Date, zone: any LocalTimeZone) -> Double? {
         basePrice(at: instant, zone: zone).map(config.billed)

@@ -95,8 +95,20 @@ public struct ScheduleFormat: Sendable, Hashable {
         return .slots(slots)
     }
 
-    struct SlotError: Error, CustomStringConvertible {
-        var description: String
+    public struct SlotError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// A slot written as text fields (a row of a price list, `PriceFile`): judged as a payload's
+    /// `[start, end, price]` is. A field that reads as a number is one (Unix seconds, a price); an
+    /// empty price is none.
+    public static func slot(start: String, end: String, price: String) -> Result<ScheduleSlot, SlotError> {
+        func value(_ field: String) -> JSONValue {
+            if field.isEmpty { return .null }
+            if case .value(let number) = PayloadDecoder().number(in: Array(field.utf8)[...], quoted: false) { return .number(number) }
+            return .string(field)
+        }
+        return ScheduleFormat().slot(.array([value(start), value(end), value(price)]))
     }
 
     /// One slot: an object with the three keys, or an array `[start, end, price]`.
