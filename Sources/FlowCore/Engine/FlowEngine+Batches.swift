@@ -25,9 +25,6 @@ extension FlowEngine {
         for position in widgets.indices where widgets[position].batchedSince != nil {
             offer(position, at: now, urgent: false, into: &out)
         }
-        for position in gauges.indices where gauges[position].batchedSince != nil {
-            offerGauge(position, at: now, urgent: false, into: &out)
-        }
         return out
     }
 

@@ -50,10 +50,10 @@ extension FlowEngine {
     func balance(ofWidget position: Int, at now: Date) -> Balance {
         var parts: BalanceParts = (0, 0, 0, 0)
         var stale: [Int] = []
-        for index in widgets[position].nodes.indices where !widgets[position].nodes[index].isBalance {
-            let slot = widgets[position].nodes[index].place.slot
+        for index in widgets[position].flow!.nodes.indices where !widgets[position].flow!.nodes[index].isBalance {
+            let slot = widgets[position].flow!.nodes[index].place.slot
             var sum = 0.0
-            for term in widgets[position].nodes[index].terms {
+            for term in widgets[position].flow!.nodes[index].terms {
                 guard let value = value(ofSource: term.source, at: now) else { return .notYet }
                 if isStale(source: term.source, at: now) {
                     if slot != .inputs { stale.append(term.source) }
@@ -86,7 +86,7 @@ extension FlowEngine {
         case .unknown(let stale):
             switch node.config.whenStale {
             case .hold:
-                return widgets[position].lastKnownBalance.map { NodeValue(raw: $0, heldFor: stale.filter { isSilent(source: $0, at: now) }) }
+                return widgets[position].flow!.lastKnownBalance.map { NodeValue(raw: $0, heldFor: stale.filter { isSilent(source: $0, at: now) }) }
             case .zero: return NodeValue(raw: 0)
             case .clear: return nil
             }
@@ -100,7 +100,7 @@ extension FlowEngine {
 
     /// Remembers the balance while it is known (between offers: a burst still settling).
     mutating func noteBalance(of position: Int, at now: Date) {
-        guard widgets[position].balanceNode != nil, case .known(let parts) = balance(ofWidget: position, at: now) else { return }
-        widgets[position].lastKnownBalance = parts.raw
+        guard widgets[position].flow!.balanceNode != nil, case .known(let parts) = balance(ofWidget: position, at: now) else { return }
+        widgets[position].flow!.lastKnownBalance = parts.raw
     }
 }
