@@ -22,7 +22,7 @@ extension FlowEngine {
     public mutating func endBatch() -> [Output] {
         var out: [Output] = []
         guard let now = clock else { return out }
-        for position in widgets.indices where widgets[position].batchedSince != nil {
+        for position in board.widgets.indices where board.widgets[position].batchedSince != nil {
             offer(position, at: now, urgent: false, into: &out)
         }
         return out

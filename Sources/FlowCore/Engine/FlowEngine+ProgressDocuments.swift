@@ -20,7 +20,7 @@ extension FlowEngine {
     /// has nothing to show (no level yet, no reading at all).
     func gaugeDocument(of position: Int, at now: Date) -> GaugeDocument? {
         // The bar's machine, copied: its parts are read several times, and nothing is changed.
-        let widget = widgets[position]
+        let widget = board.widgets[position]
         let gauge = widget.progress!
         var silent: [(name: String, since: Date)] = []
         var document: GaugeDocument
@@ -69,9 +69,9 @@ extension FlowEngine {
             rows.append(StatRow(label: direction > 0 ? "Charging" : direction < 0 ? "Draining" : "Idle", value: JSONValue.format(abs(shown)), unit: "W"))
             if !measured.heldFor.isEmpty { silent.append((nodeName(node), heldSince(measured.heldFor, at: now))) }
         }
-        if let flow = gauge.flow, let storage = gauge.storage, let total = widgets[flow].flow!.nodes[storage].total, total.isCounting {
+        if let flow = gauge.flow, let storage = gauge.storage, let total = board.widgets[flow].flow!.nodes[storage].total, total.isCounting {
             // By what `total:` says, not by the evidence `accounts:` may give the account it shows.
-            let label = switch widgets[flow].flow!.nodes[storage].config.total {
+            let label = switch board.widgets[flow].flow!.nodes[storage].config.total {
             case .charged: "Charged today"
             case .discharged: "Discharged today"
             default: "Energy today"
@@ -152,7 +152,7 @@ extension FlowEngine {
         let gauge = widget.progress!
         guard let flow = gauge.flow, hasRead(widget) else { return nil }
         let policy = gauge.config.policy
-        let nodes = widgets[flow].flow!.nodes
+        let nodes = board.widgets[flow].flow!.nodes
         let outputKWh = nodes.first { $0.place == .output }?.total?.energyKWh ?? 0
         let importKWh = nodes.first { $0.place == .exchange }?.total?.energyKWh ?? 0
         let value = policy.fraction(outputKWh > 0 ? 1 - importKWh / outputKWh : 1)
@@ -171,9 +171,9 @@ extension FlowEngine {
         let gauge = widget.progress!
         guard let flow = gauge.flow, hasRead(widget) else { return nil }
         let policy = gauge.config.policy
-        let producedKWh = inputsKWh(widgets[flow].flow!.nodes) ?? 0
+        let producedKWh = inputsKWh(board.widgets[flow].flow!.nodes) ?? 0
         var rateW = 0.0
-        for node in widgets[flow].flow!.nodes where node.place.slot == .inputs {
+        for node in board.widgets[flow].flow!.nodes where node.place.slot == .inputs {
             if let rate = rate(of: node, inWidget: flow, at: now) { rateW += PatchPolicy.quantize(rate, step: policy.rateStep) }
         }
         let shown = policy.holding(rateW, shown: gauge.shownRateW)
@@ -232,7 +232,7 @@ extension FlowEngine {
     /// the month or billing month before it; nil without a tariff or a day.
     func periodMoney(_ period: MoneyPeriod, of position: Int, at now: Date) -> MoneyReport? {
         guard let date = day?.date else { return nil }
-        return periods.money(period, of: widgets[position].name, today: moneyReport(of: position, at: now), on: date, zone: zone)
+        return periods.money(period, of: board.widgets[position].name, today: moneyReport(of: position, at: now), on: date, zone: zone)
     }
 
     /// `Saved €2.80`: what the panels and the battery saved today; nil without an output.
@@ -265,7 +265,7 @@ extension FlowEngine {
     /// silent meters, by name, as the flow widget's own stale marker names them.
     func silentNodes(of position: Int, where include: (NodeState) -> Bool, at now: Date) -> [(name: String, since: Date)] {
         var silent: [Int: Date] = [:]
-        for (index, node) in widgets[position].flow!.nodes.enumerated() where include(node) {
+        for (index, node) in board.widgets[position].flow!.nodes.enumerated() where include(node) {
             guard let value = value(of: node, inWidget: position, at: now), !value.heldFor.isEmpty else { continue }
             noteSilent(index, heldFor: value.heldFor, inWidget: position, at: now, into: &silent)
         }
@@ -277,13 +277,13 @@ extension FlowEngine {
     /// Offers progress widget `position` its document (see `offer`).
     mutating func offerProgress(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
         guard let document = gaugeDocument(of: position, at: now) else { return }
-        let name = widgets[position].name
+        let name = board.widgets[position].name
         let content = WidgetContent.progress(document.content)
         guard isValid(content.validate(now: now), of: name, at: now, into: &out) else { return }
-        if var push = widgets[position].policy.offer(content, at: now, urgent: urgent) {
+        if var push = board.widgets[position].policy.offer(content, at: now, urgent: urgent) {
             push.held = HeldMark(bar: document.isHeld)
-            widgets[position].progress!.shownRateW = document.rateW
-            widgets[position].progress!.shownLevelAt = document.levelAt
+            board.widgets[position].progress!.shownRateW = document.rateW
+            board.widgets[position].progress!.shownLevelAt = document.levelAt
             out.append(.push(widget: name, at: now, push))
         }
     }

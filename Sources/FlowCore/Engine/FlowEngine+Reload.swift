@@ -7,8 +7,8 @@ extension FlowEngine {
     /// widgets of the same name: the next push is a patch from what each widget shows. And what
     /// `old` knew of the connection: when it subscribed, and which sources of the same name spoke.
     public mutating func adoptDeliveries(from old: FlowEngine) {
-        for position in widgets.indices {
-            if let previous = old.widgets.first(where: { $0.name == widgets[position].name }) { widgets[position].adopt(previous) }
+        for position in board.widgets.indices {
+            if let previous = old.board.widgets.first(where: { $0.name == board.widgets[position].name }) { board.widgets[position].adopt(previous) }
         }
         subscribedAt = old.subscribedAt
         for position in bank.sources.indices {

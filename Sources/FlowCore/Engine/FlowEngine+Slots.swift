@@ -32,8 +32,8 @@ extension FlowEngine {
     mutating func beginSlot(at start: Date, standingCharge: Double) {
         dayClock.openSlot = OpenSlot(start: start)
         for position in flowPositions {
-            widgets[position].flow!.slotBase = SlotBase(
-                accountsKWh: accountsKWh(of: position), money: widgets[position].flow!.money, standingCharge: standingCharge)
+            board.widgets[position].flow!.slotBase = SlotBase(
+                accountsKWh: board.widgets[position].flow!.accountsKWh, money: board.widgets[position].flow!.money, standingCharge: standingCharge)
         }
     }
 
@@ -56,18 +56,13 @@ extension FlowEngine {
         return closed
     }
 
-    /// Every account of widget `position` at full resolution, node by node.
-    func accountsKWh(of position: Int) -> [Double] {
-        widgets[position].flow!.nodes.flatMap { node in node.accounts.map(\.energyKWh) }
-    }
-
     /// Widget `position`'s slot from `start` to `end`: what its accounts and money gained since the
     /// slot's base.
     func closedSlot(of position: Int, from start: Date, to end: Date, standingCharge: Double) -> ClosedSlot {
-        let base = widgets[position].flow!.slotBase
+        let base = board.widgets[position].flow!.slotBase
         var energy: [String: [EnergyAccount: Double]] = [:]
         var index = 0
-        for node in widgets[position].flow!.nodes {
+        for node in board.widgets[position].flow!.nodes {
             var accounts: [EnergyAccount: Double] = [:]
             for (kind, total) in zip(node.setup.accountKinds, node.accounts) {
                 accounts[kind] = total.energyKWh - (index < base.accountsKWh.count ? base.accountsKWh[index] : 0)
@@ -76,13 +71,13 @@ extension FlowEngine {
             energy[node.place.description] = accounts
         }
         let money = slotMoney(of: position, exchangeKWh: energy[NodePlace.exchange.description] ?? [:], end: end, standingCharge: standingCharge)
-        return ClosedSlot(widget: widgets[position].name, start: start, energyKWh: energy, money: money)
+        return ClosedSlot(widget: board.widgets[position].name, start: start, energyKWh: energy, money: money)
     }
 
     /// Widget `position`'s money of the slot ending at `end`; nil when it is not priced.
     func slotMoney(of position: Int, exchangeKWh: [EnergyAccount: Double], end: Date, standingCharge: Double) -> SlotMoney? {
-        guard let money = widgets[position].flow!.money, let tariff = config.tariff else { return nil }
-        let base = widgets[position].flow!.slotBase
+        guard let money = board.widgets[position].flow!.money, let tariff = config.tariff else { return nil }
+        let base = board.widgets[position].flow!.slotBase
         let before = base.money ?? DayMoney()
         var unpriced = money.unpricedKWh
         for (account, kWh) in before.unpricedKWh { unpriced[account, default: 0] -= kWh }

@@ -107,12 +107,29 @@ extension FlowEngine {
     /// what its accounts last sent, and the evidence of a wrong sign. What it shares with a
     /// progress widget (its policy, the sources it reads) is its `WidgetMachine`'s.
     struct FlowWidget: Sendable {
-        let config: FlowWidgetConfig
+        /// What a flow widget is, fixed once the engine is built. Behind one reference, so that the
+        /// widget's state stays small (its config alone is over a kilobyte): a field read through
+        /// the machine's optional template is then read in place, where a state this large was
+        /// copied whole to read it, at every message.
+        final class Setup: Sendable {
+            let config: FlowWidgetConfig
+            /// Per source: the nodes whose total integrates when it reads.
+            let integrateOn: [Int: [Int]]
+            /// The derived output's node, if the widget has one.
+            let balanceNode: Int?
+            /// The storage node's level source.
+            let levelSource: Int?
+
+            init(config: FlowWidgetConfig, integrateOn: [Int: [Int]], balanceNode: Int?, levelSource: Int?) {
+                self.config = config
+                self.integrateOn = integrateOn
+                self.balanceNode = balanceNode
+                self.levelSource = levelSource
+            }
+        }
+
+        let setup: Setup
         var nodes: [NodeState]
-        /// Per source: the nodes whose total integrates when it reads.
-        let integrateOn: [Int: [Int]]
-        /// The derived output's node, if the widget has one.
-        let balanceNode: Int?
         /// The balance the last time it was known: what the output keeps showing with
         /// `when_stale: hold` while a stale exchange or storage makes it unknown.
         var lastKnownBalance: Double?
@@ -133,9 +150,14 @@ extension FlowEngine {
         /// The derived output's day when it integrates: production + import + discharge − export −
         /// charge of the other nodes so far, before the clamp at 0 its account shows.
         var balanceKWh = 0.0
-        /// The storage node's level source, and the lowest and highest level it read today (%).
-        let levelSource: Int?
+        /// The lowest and highest level the storage node read today (%).
         var levelRange: ClosedRange<Double>?
+
+        // Lent, not returned: a field read through a getter copied the whole config first.
+        var config: FlowWidgetConfig { _read { yield setup.config } }
+        var integrateOn: [Int: [Int]] { _read { yield setup.integrateOn } }
+        var balanceNode: Int? { setup.balanceNode }
+        var levelSource: Int? { setup.levelSource }
 
         /// Flow widget `widget` of `config` at the start of a day: its accounts at 0, its money
         /// (where priced) too.
@@ -149,7 +171,7 @@ extension FlowEngine {
                     integrateOn[source, default: []].append(position)
                 }
             }
-            balanceNode = nodes.firstIndex(where: \.isBalance)
+            let balanceNode = nodes.firstIndex(where: \.isBalance)
             if let balance = balanceNode {
                 // The derived output reads every rate the others read; its gap is the tightest of theirs.
                 let rateSources = Set(nodes.flatMap { $0.terms.map(\.source) })
@@ -161,10 +183,9 @@ extension FlowEngine {
                         maxGapSeconds: rateSources.map { config.sources[$0].integrationGapSeconds }.min() ?? old.maxGapSeconds),
                     accounts: old.accounts)
             }
-            self.config = widget
+            setup = Setup(
+                config: widget, integrateOn: integrateOn, balanceNode: balanceNode, levelSource: nodes.first { $0.place == .storage }?.level)
             self.nodes = nodes
-            self.integrateOn = integrateOn
-            levelSource = nodes.first { $0.place == .storage }?.level
             money = config.isPriced(widget) ? DayMoney() : nil
         }
 
@@ -173,6 +194,35 @@ extension FlowEngine {
             Set(nodes.flatMap { $0.terms.map(\.source) }).union(nodes.compactMap(\.level))
                 .union(nodes.flatMap { $0.setup.counters.compactMap { $0 } })
         }
+
+        // MARK: - The accounts, as the sensors carry them
+        //
+        // Read on the widget itself, once reached: each step through the machine's optional
+        // template to the nodes is a check of its tag, and these walk every account after each push.
+
+        /// Every account at full resolution, node by node.
+        var accountsKWh: [Double] { nodes.flatMap { node in node.accounts.map(\.energyKWh) } }
+
+        /// Every account at Wh resolution, node by node: what the sensors carry, and so what
+        /// counts as a move.
+        var roundedAccountsKWh: [Double] { nodes.flatMap { node in node.accounts.map(Self.shownKWh) } }
+
+        /// Whether an account moved at Wh resolution since the accounts last went out (or they
+        /// never did): `roundedAccountsKWh` compared in place, as it is asked after every push.
+        var accountsMovedSinceSent: Bool {
+            guard let sent = accountsSent else { return true }
+            var index = 0
+            for node in nodes.indices {
+                for account in nodes[node].accounts.indices {
+                    guard index < sent.count, sent[index] == Self.shownKWh(nodes[node].accounts[account]) else { return true }
+                    index += 1
+                }
+            }
+            return index != sent.count
+        }
+
+        /// An account's energy at the Wh the sensors show.
+        private static func shownKWh(_ account: EnergyTotal) -> Double { PatchPolicy.quantize(account.energyKWh, step: 0.001) }
 
         /// The wall clock stepped by `seconds` without that time passing: nothing integrates
         /// across it, and the clamp's evidence starts afresh.

@@ -4,8 +4,6 @@ import FoundationEssentials
 /// widget's nodes, the day's money, the open slot's bases, the battery's range and the derived
 /// home's balance below 0; and how each is taken back, checked number by number.
 extension FlowEngine.WidgetBoard {
-    typealias NodeState = FlowEngine.NodeState
-
     /// The flow widgets, the first of `widgets`.
     var flows: ArraySlice<FlowEngine.WidgetMachine> { widgets[..<flowCount] }
 
@@ -18,7 +16,7 @@ extension FlowEngine.WidgetBoard {
         var accounts: [String: JSONValue] = [:]
         // A derived home's day is marked `balance`: it is the balance of the others, which a
         // restart rebuilds as it rebuilds theirs, so it needs no save of its own (`SavePolicy`).
-        func saved(_ total: EnergyTotal, of node: NodeState) -> JSONValue {
+        func saved(_ total: EnergyTotal, of node: FlowEngine.NodeState) -> JSONValue {
             guard node.isBalance, case .object(var members) = total.json else { return total.json }
             members["balance"] = true
             return .object(members)
