@@ -77,14 +77,15 @@ public struct FlowEngine: Sendable {
     }
 
     public let config: FlowConfig
-    let zone: any LocalTimeZone
     /// The sources and the topics that feed them.
     var bank: SourceBank
     /// Every widget, flow and progress, and the month's closed days.
     var board: WidgetBoard
     var limiter = DiagnosticLimiter()
-    /// The local day, its slot, and which event times are believed.
+    /// The zone, the local day, its slot, and which event times are believed.
     var dayClock: DayClock
+    /// The zone whose local days the totals count: the day clock's, lent (not copied) to each use.
+    var zone: any LocalTimeZone { _read { yield dayClock.zone } }
     /// The local day the totals count; nil until the first event.
     public internal(set) var day: LocalDay? {
         get { dayClock.day }
@@ -103,11 +104,6 @@ public struct FlowEngine: Sendable {
         _read { yield board.periods }
         _modify { yield &board.periods }
     }
-    /// Every widget, the flows first (see `WidgetBoard.widgets`): in place, as the board holds them.
-    var widgets: [WidgetMachine] {
-        _read { yield board.widgets }
-        _modify { yield &board.widgets }
-    }
     /// The flow widgets' positions in `widgets`.
     var flowPositions: Range<Int> { 0..<board.flowCount }
     /// When the daemon's first subscription was in place: a source's silence counts from here.
@@ -125,10 +121,9 @@ public struct FlowEngine: Sendable {
     /// Builds an engine for a config the Daemon has checked: every name a node refers to exists.
     public init(config: FlowConfig, zone: any LocalTimeZone) {
         self.config = config
-        self.zone = zone
         bank = SourceBank(config: config)
         board = WidgetBoard(config: config)
-        dayClock = DayClock(jumpSeconds: config.sources.map(\.maxGapSeconds).max() ?? SourceConfig.defaultMaxGapSeconds)
+        dayClock = DayClock(config: config, zone: zone)
         pricing = DayPricing(config: config)
     }
 
