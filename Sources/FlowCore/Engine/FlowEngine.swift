@@ -104,7 +104,7 @@ public struct FlowEngine: Sendable {
         _read { yield board.periods }
         _modify { yield &board.periods }
     }
-    /// The flow widgets' positions in `widgets`.
+    /// The flow widgets' positions in `board.widgets`: the first ones.
     var flowPositions: Range<Int> { 0..<board.flowCount }
     /// When the daemon's first subscription was in place: a source's silence counts from here.
     public internal(set) var subscribedAt: Date? {
