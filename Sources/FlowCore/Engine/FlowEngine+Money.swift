@@ -25,14 +25,10 @@ extension FlowEngine {
     /// the import price stretch by stretch.
     mutating func count(_ span: EnergySpan, _ account: EnergyAccount, at place: NodePlace, inWidget position: Int, into out: inout [Output]) {
         price(span, account, at: place, inWidget: position, into: &out)
-        guard place != .output, let node = board.widgets[position].flow!.balanceNode, board.widgets[position].flow!.nodes[node].integrates else { return }
-        let before = max(0, board.widgets[position].flow!.balanceKWh)
-        board.widgets[position].flow!.balanceKWh += account.isSupply ? span.energyKWh : -span.energyKWh
-        let after = max(0, board.widgets[position].flow!.balanceKWh)
-        guard after != before else { return }
-        board.widgets[position].flow!.nodes[node].accounts[0].add(after - before)
+        guard place != .output, let movedKWh = board.widgets[position].flow!.moveBalance(byKWh: account.isSupply ? span.energyKWh : -span.energyKWh)
+        else { return }
         var moved = span
-        moved.energyKWh = after - before
+        moved.energyKWh = movedKWh
         price(moved, .consumption, at: .output, inWidget: position, into: &out)
     }
 

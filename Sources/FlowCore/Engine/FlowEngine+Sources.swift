@@ -185,11 +185,12 @@ extension FlowEngine {
             // A copy of the node lives only to read its rate: held while its accounts move, it
             // would share them, and the first account integrated would copy them all, at every
             // reading. (Passed straight from `widgets`, the engine itself was copied for the call.)
-            let setup = board.widgets[position].flow!.nodes[node].setup
-            let accounts = board.widgets[position].flow!.nodes[node].accounts.indices
+            let setup: NodeState.Setup
+            let accounts: Range<Int>
             let rate: Double?
             do {
                 let state = board.widgets[position].flow!.nodes[node]
+                (setup, accounts) = (state.setup, state.accounts.indices)
                 rate = self.rate(of: state, inWidget: position, at: now)
             }
             guard let rate else {
@@ -207,16 +208,13 @@ extension FlowEngine {
         noteLevel(of: source, inWidget: position)
         guard let reading = bank.sources[source].reading else { return }
         let maxPowerW = bank.sources[source].config.maxPowerW
-        for node in board.widgets[position].flow!.nodes.indices {
-            let counters = board.widgets[position].flow!.nodes[node].setup.counters
-            for account in counters.indices where counters[account] == source {
-                let (added, recount) = board.widgets[position].flow!.nodes[node].accounts[account].read(
-                    counterKWh: reading.value, at: now, maxPowerW: maxPowerW, dayStart: day?.start)
-                if let recount { report(recount, of: source, at: now, into: &out) }
-                if let added, let today = splitAtMidnight(added, account: account, ofNode: node, inWidget: position, into: &out) {
-                    let setup = board.widgets[position].flow!.nodes[node].setup
-                    count(today, setup.accountKinds[account], at: setup.place, inWidget: position, into: &out)
-                }
+        for (node, account) in board.widgets[position].flow!.countersOf[source] ?? [] {
+            let (added, recount) = board.widgets[position].flow!.nodes[node].accounts[account].read(
+                counterKWh: reading.value, at: now, maxPowerW: maxPowerW, dayStart: day?.start)
+            if let recount { report(recount, of: source, at: now, into: &out) }
+            if let added, let today = splitAtMidnight(added, account: account, ofNode: node, inWidget: position, into: &out) {
+                let setup = board.widgets[position].flow!.nodes[node].setup
+                count(today, setup.accountKinds[account], at: setup.place, inWidget: position, into: &out)
             }
         }
     }

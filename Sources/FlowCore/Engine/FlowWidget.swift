@@ -115,16 +115,25 @@ extension FlowEngine {
             let config: FlowWidgetConfig
             /// Per source: the nodes whose total integrates when it reads.
             let integrateOn: [Int: [Int]]
+            /// Per counter source: the accounts (node, account) that read it, in the nodes' order.
+            let countersOf: [Int: [(node: Int, account: Int)]]
             /// The derived output's node, if the widget has one.
             let balanceNode: Int?
             /// The storage node's level source.
             let levelSource: Int?
 
-            init(config: FlowWidgetConfig, integrateOn: [Int: [Int]], balanceNode: Int?, levelSource: Int?) {
+            init(config: FlowWidgetConfig, nodes: [NodeState], integrateOn: [Int: [Int]], balanceNode: Int?) {
                 self.config = config
                 self.integrateOn = integrateOn
+                var countersOf: [Int: [(node: Int, account: Int)]] = [:]
+                for (node, state) in nodes.enumerated() {
+                    for (account, counter) in state.setup.counters.enumerated() {
+                        if let counter { countersOf[counter, default: []].append((node, account)) }
+                    }
+                }
+                self.countersOf = countersOf
                 self.balanceNode = balanceNode
-                self.levelSource = levelSource
+                levelSource = nodes.first { $0.place == .storage }?.level
             }
         }
 
@@ -156,6 +165,7 @@ extension FlowEngine {
         // Lent, not returned: a field read through a getter copied the whole config first.
         var config: FlowWidgetConfig { _read { yield setup.config } }
         var integrateOn: [Int: [Int]] { _read { yield setup.integrateOn } }
+        var countersOf: [Int: [(node: Int, account: Int)]] { _read { yield setup.countersOf } }
         var balanceNode: Int? { setup.balanceNode }
         var levelSource: Int? { setup.levelSource }
 
@@ -183,8 +193,7 @@ extension FlowEngine {
                         maxGapSeconds: rateSources.map { config.sources[$0].integrationGapSeconds }.min() ?? old.maxGapSeconds),
                     accounts: old.accounts)
             }
-            setup = Setup(
-                config: widget, integrateOn: integrateOn, balanceNode: balanceNode, levelSource: nodes.first { $0.place == .storage }?.level)
+            setup = Setup(config: widget, nodes: nodes, integrateOn: integrateOn, balanceNode: balanceNode)
             self.nodes = nodes
             money = config.isPriced(widget) ? DayMoney() : nil
         }
@@ -223,6 +232,20 @@ extension FlowEngine {
 
         /// An account's energy at the Wh the sensors show.
         private static func shownKWh(_ account: EnergyTotal) -> Double { PatchPolicy.quantize(account.energyKWh, step: 0.001) }
+
+        /// Moves the derived output's day by `kWh` (a supply adds, a use takes away; see
+        /// `FlowEngine.count`) and returns what its account, clamped at 0, gained or lost by it; nil
+        /// when it did not move, or the widget has no derived output that integrates. One call, so
+        /// the widget is reached once for what used to be five reads and writes through its template.
+        mutating func moveBalance(byKWh kWh: Double) -> Double? {
+            guard let node = balanceNode, nodes[node].integrates else { return nil }
+            let before = max(0, balanceKWh)
+            balanceKWh += kWh
+            let after = max(0, balanceKWh)
+            guard after != before else { return nil }
+            nodes[node].accounts[0].add(after - before)
+            return after - before
+        }
 
         /// The wall clock stepped by `seconds` without that time passing: nothing integrates
         /// across it, and the clamp's evidence starts afresh.
