@@ -1,10 +1,12 @@
 import FoundationEssentials
 
 extension FlowEngine {
-    /// The day's clock: the local day the totals count, the 15-minute slot they count in, which
-    /// event times are believed, and when the subscription began. Owns its share of the state (the
-    /// day, the slot's start).
+    /// The day's clock: the zone whose days the totals count, the local day, the 15-minute slot
+    /// they count in, which event times are believed, and when the subscription began. Owns its
+    /// share of the state (the day, the slot's start).
     struct DayClock: Sendable {
+        /// Where midnight is: the config's `timezone:`, or the system's.
+        let zone: any LocalTimeZone
         /// The local day the totals count; nil until the first event.
         var day: LocalDay?
         var lastClosedDay: ClosedDay?
@@ -22,7 +24,11 @@ extension FlowEngine {
         /// ordinary midnight.
         let jumpSeconds: Double
 
-        init(jumpSeconds: Double) { self.jumpSeconds = jumpSeconds }
+        /// The clock of `config`'s sources in `zone`, before the first event.
+        init(config: FlowConfig, zone: any LocalTimeZone) {
+            self.zone = zone
+            jumpSeconds = config.sources.map(\.maxGapSeconds).max() ?? SourceConfig.defaultMaxGapSeconds
+        }
 
         /// The day as saved: its date and where it began.
         var snapshot: [String: JSONValue] {

@@ -14,7 +14,7 @@ extension FlowEngine {
 
     /// The accounts of flow widget `name` now, by node; nil for a name that is no flow widget.
     public func accounts(ofWidget name: String) -> NodeAccounts? {
-        widgets.first { $0.config.name == name }.map(Self.accounts(of:))
+        board.widgets.first { $0.name == name }?.flow.map(Self.accounts(of:))
     }
 
     /// The accounts of flow widget `name` summed by direction (two inputs: one production).
@@ -22,7 +22,7 @@ extension FlowEngine {
         accounts(ofWidget: name).map(Self.summed)
     }
 
-    static func accounts(of widget: WidgetState) -> NodeAccounts {
+    static func accounts(of widget: FlowWidget) -> NodeAccounts {
         Dictionary(uniqueKeysWithValues: widget.nodes.map { ($0.place, $0.accountsKWh) })
     }
 
@@ -40,14 +40,14 @@ extension FlowEngine {
         dayClock.lastDaySlots = closeSlot(at: day.end, in: day, into: &out)
         var closed = ClosedDay(date: day.date, totalsKWh: [:], accountsKWh: [:])
         closed.hours = day.end.timeIntervalSince(day.start) / 3600
-        for position in widgets.indices {
-            let name = widgets[position].config.name
+        for position in flowPositions {
+            let name = board.widgets[position].name
             var accounts: [EnergyAccount: Double] = [:]
             var byNode: [String: [EnergyAccount: Double]] = [:]
-            for node in widgets[position].nodes.indices {
-                let setup = widgets[position].nodes[node].setup
+            for node in board.widgets[position].flow!.nodes.indices {
+                let setup = board.widgets[position].flow!.nodes[node].setup
                 for index in setup.accountKinds.indices {
-                    let energy = widgets[position].nodes[node].accounts[index].closeDay(at: day.end, maxGapSeconds: setup.maxGapSeconds)
+                    let energy = board.widgets[position].flow!.nodes[node].accounts[index].closeDay(at: day.end, maxGapSeconds: setup.maxGapSeconds)
                     accounts[setup.accountKinds[index], default: 0] += energy
                     byNode[setup.place.description, default: [:]][setup.accountKinds[index]] = energy
                     if index == setup.shown { closed.totalsKWh["\(name)/\(setup.place)"] = energy }
@@ -57,18 +57,18 @@ extension FlowEngine {
                 closed.accountsKWh[name] = accounts
                 closed.nodeAccountsKWh[name] = byNode
             }
-            if let range = widgets[position].levelRange { closed.levelRangePercent[name] = range }
+            if let range = board.widgets[position].flow!.levelRange { closed.levelRangePercent[name] = range }
             // The level at midnight is the new day's first.
-            widgets[position].levelRange = widgets[position].levelSource.flatMap { bank.sources[$0].reading.map { $0.value...$0.value } }
+            board.widgets[position].flow!.levelRange = board.widgets[position].flow!.levelSource.flatMap { bank.sources[$0].reading.map { $0.value...$0.value } }
             if let money = moneyReport(of: position, at: day.end) {
                 closed.money[name] = money
-                widgets[position].money = DayMoney()
+                board.widgets[position].flow!.money = DayMoney()
             }
             // The new day's accounts start at 0: sensors hear so at once, even when the closed
             // day's were 0 too (a new day is news to a sensor that resets at midnight).
-            widgets[position].accountsMoved = true
-            widgets[position].balanceKWh = 0
-            widgets[position].accountsSent = nil
+            board.widgets[position].flow!.accountsMoved = true
+            board.widgets[position].flow!.balanceKWh = 0
+            board.widgets[position].flow!.accountsSent = nil
         }
         pricing.unpricedSaid = []
         return closed
@@ -77,11 +77,11 @@ extension FlowEngine {
     /// Counts every account's last rate up to `boundary` (midnight) and prices the stretch as the
     /// closing day's, before the day's last slot and the day close.
     mutating func carryAccounts(to boundary: Date, into out: inout [Output]) {
-        for position in widgets.indices {
-            for node in widgets[position].nodes.indices {
-                let setup = widgets[position].nodes[node].setup
+        for position in flowPositions {
+            for node in board.widgets[position].flow!.nodes.indices {
+                let setup = board.widgets[position].flow!.nodes[node].setup
                 for index in setup.accountKinds.indices {
-                    if let span = widgets[position].nodes[node].accounts[index].carry(to: boundary, maxGapSeconds: setup.maxGapSeconds) {
+                    if let span = board.widgets[position].flow!.nodes[node].accounts[index].carry(to: boundary, maxGapSeconds: setup.maxGapSeconds) {
                         count(span, setup.accountKinds[index], at: setup.place, inWidget: position, into: &out)
                     }
                 }
@@ -91,9 +91,9 @@ extension FlowEngine {
 
     /// Widens widget `position`'s range of the day's battery level by a reading of `source`.
     mutating func noteLevel(of source: Int, inWidget position: Int) {
-        guard source == widgets[position].levelSource, let level = bank.sources[source].reading?.value else { return }
-        let range = widgets[position].levelRange
-        widgets[position].levelRange = min(range?.lowerBound ?? level, level)...max(range?.upperBound ?? level, level)
+        guard source == board.widgets[position].flow!.levelSource, let level = bank.sources[source].reading?.value else { return }
+        let range = board.widgets[position].flow!.levelRange
+        board.widgets[position].flow!.levelRange = min(range?.lowerBound ?? level, level)...max(range?.upperBound ?? level, level)
     }
 
     /// The closed day's accounts, one line per flow widget; a warning when supply and use disagree
@@ -113,36 +113,44 @@ extension FlowEngine {
     /// A push at every reading would otherwise build and hand over the same accounts each time.
     mutating func sendAccounts(of position: Int, at now: Date, into out: inout [Output]) {
         let money = moneyReport(of: position, at: now)
-        sendAccounts(of: position, at: now, money: money, ifMovedSince: widgets[position].accountsSentAt, into: &out)
+        sendAccounts(of: position, at: now, money: money, ifMovedSince: board.widgets[position].flow!.accountsSentAt, into: &out)
     }
 
     /// On a tick: the accounts of every widget whose accounts moved (at Wh resolution) and whose
     /// last went out a minute ago or more, though its widget is not pushed (a long `min_interval`).
     mutating func sendMovedAccounts(at now: Date, into out: inout [Output]) {
-        for position in widgets.indices where widgets[position].accountsMoved {
-            guard let sentAt = widgets[position].accountsSentAt else { continue }  // the first push sends them
-            guard now.timeIntervalSince(sentAt) >= Self.accountsIntervalSeconds else { continue }
+        for position in flowPositions {
+            guard let sentAt = movedAccountsSentAt(of: position), now.timeIntervalSince(sentAt) >= Self.accountsIntervalSeconds else { continue }
             sendAccounts(of: position, at: now, money: moneyReport(of: position, at: now), ifMovedSince: sentAt, into: &out)
         }
+    }
+
+    /// When widget `position`'s accounts last went out, if they moved since (the first push sends
+    /// them: nil before it). Asked apart from the sending: bound in a mutating method, a field read
+    /// through the widget's optional template copied the whole widget, at every message.
+    func movedAccountsSentAt(of position: Int) -> Date? {
+        board.widgets[position].flow!.accountsMoved ? board.widgets[position].flow!.accountsSentAt : nil
     }
 
     /// Hands over the accounts and `money` of widget `position`, unless they were sent before
     /// (`sentAt` not nil) and have not moved since at the sensors' resolution.
     private mutating func sendAccounts(of position: Int, at now: Date, money: MoneyReport?, ifMovedSince sentAt: Date?, into out: inout [Output]) {
         let roundedMoney = money.map(Self.rounded)
-        widgets[position].accountsMoved = false
-        if sentAt != nil, !accountsMovedSinceSent(of: position), roundedMoney == widgets[position].moneySent { return }
-        widgets[position].accountsSentAt = now
-        widgets[position].accountsSent = roundedAccountsKWh(of: position)
-        widgets[position].moneySent = roundedMoney
-        out.append(.accounts(widget: widgets[position].config.name, at: now, Self.accounts(of: widgets[position]), money: money))
+        board.widgets[position].flow!.accountsMoved = false
+        if sentAt != nil, !board.widgets[position].flow!.accountsMovedSinceSent, roundedMoney == board.widgets[position].flow!.moneySent { return }
+        // Read before the widget is written: read in the write, the widget was copied for it.
+        let rounded = board.widgets[position].flow!.roundedAccountsKWh
+        board.widgets[position].flow!.accountsSentAt = now
+        board.widgets[position].flow!.accountsSent = rounded
+        board.widgets[position].flow!.moneySent = roundedMoney
+        out.append(.accounts(widget: board.widgets[position].name, at: now, Self.accounts(of: board.widgets[position].flow!), money: money))
     }
 
     /// When the accounts of a widget are next due without a push, if they moved.
     var accountsDeadline: Date? {
         var next: Date?
-        for position in widgets.indices where widgets[position].accountsMoved {
-            guard let sentAt = widgets[position].accountsSentAt else { continue }
+        for position in flowPositions {
+            guard let sentAt = movedAccountsSentAt(of: position) else { continue }
             let due = sentAt.addingTimeInterval(Self.accountsIntervalSeconds)
             if next.map({ due < $0 }) ?? true { next = due }
         }
@@ -155,27 +163,4 @@ extension FlowEngine {
         [money.importCost, money.exportEarnings, money.netCost, money.saved].map { $0.map { PatchPolicy.quantize($0, step: 0.0001) } }
             + [money.importPricePerKWh, money.exportPricePerKWh]
     }
-
-    /// Every account of widget `position` at Wh resolution, node by node: what the sensors carry,
-    /// and so what counts as a move.
-    func roundedAccountsKWh(of position: Int) -> [Double] {
-        widgets[position].nodes.flatMap { node in node.accounts.map(Self.shownKWh) }
-    }
-
-    /// Whether an account of widget `position` moved at Wh resolution since its accounts last went
-    /// out (or they never did): `roundedAccountsKWh` compared in place, as it is asked after every push.
-    func accountsMovedSinceSent(of position: Int) -> Bool {
-        guard let sent = widgets[position].accountsSent else { return true }
-        var index = 0
-        for node in widgets[position].nodes.indices {
-            for account in widgets[position].nodes[node].accounts.indices {
-                guard index < sent.count, sent[index] == Self.shownKWh(widgets[position].nodes[node].accounts[account]) else { return true }
-                index += 1
-            }
-        }
-        return index != sent.count
-    }
-
-    /// An account's energy at the Wh the sensors show.
-    private static func shownKWh(_ account: EnergyTotal) -> Double { PatchPolicy.quantize(account.energyKWh, step: 0.001) }
 }

@@ -22,11 +22,8 @@ extension FlowEngine {
     public mutating func endBatch() -> [Output] {
         var out: [Output] = []
         guard let now = clock else { return out }
-        for position in widgets.indices where widgets[position].batchedSince != nil {
+        for position in board.widgets.indices where board.widgets[position].batchedSince != nil {
             offer(position, at: now, urgent: false, into: &out)
-        }
-        for position in gauges.indices where gauges[position].batchedSince != nil {
-            offerGauge(position, at: now, urgent: false, into: &out)
         }
         return out
     }

@@ -6,8 +6,32 @@ import FoundationEssentials
 extension FlowEngine {
     /// Offers every widget its content: the flows, then the bars that read their totals.
     mutating func offerAll(at now: Date, urgent: Bool, into out: inout [Output]) {
-        for position in widgets.indices { offer(position, at: now, urgent: urgent, into: &out) }
-        for position in gauges.indices { offerGauge(position, at: now, urgent: urgent, into: &out) }
+        for position in board.widgets.indices { offer(position, at: now, urgent: urgent, into: &out) }
+    }
+
+    /// Offers widget `position` its document, made by its template; a push goes out when its
+    /// policy says so. While a burst of readings is still settling, an ordinary offer waits for
+    /// its end.
+    mutating func offer(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
+        board.widgets[position].batchedSince = nil
+        if !urgent, board.widgets[position].policy.isSettling(at: now) { return }
+        if board.widgets[position].flow != nil {
+            offerFlow(position, at: now, urgent: urgent, into: &out)
+        } else {
+            offerProgress(position, at: now, urgent: urgent, into: &out)
+        }
+    }
+
+    /// Widget `position`'s document at `now` as its template makes it, with what of it is held;
+    /// nil while it has nothing to show.
+    mutating func shownDocument(of position: Int, at now: Date, into out: inout [Output]) -> ShownDocument? {
+        guard board.widgets[position].flow != nil else {
+            return gaugeDocument(of: position, at: now).map { ShownDocument(content: .progress($0.content), held: HeldMark(bar: $0.isHeld)) }
+        }
+        var held: Set<NodePlace> = []
+        let flow = content(of: position, at: now, held: &held, into: &out)
+        if flow.inputs == nil, flow.output == nil, flow.storage == nil, flow.exchange == nil { return nil }
+        return ShownDocument(content: .flow(flow), held: HeldMark(nodes: held))
     }
 
     /// True when the document broke no rule (`violations` empty); otherwise the log says why it
@@ -31,7 +55,7 @@ extension FlowEngine {
     /// readings of the silent `sources`, with since when they are silent: the node itself, or for
     /// the derived output the exchange or storage it cannot do without.
     func noteSilent(_ index: Int, heldFor sources: [Int], inWidget position: Int, at now: Date, into silent: inout [Int: Date]) {
-        let nodes = widgets[position].nodes
+        let nodes = board.widgets[position].flow!.nodes
         for source in sources {
             let since = self.bank.sources[source].lastValueAt ?? now
             let named = nodes[index].isBalance
@@ -45,7 +69,7 @@ extension FlowEngine {
 
     /// The silent nodes of widget `position` by name, in document order.
     func silentNames(_ silent: [Int: Date], inWidget position: Int) -> [(name: String, since: Date)] {
-        silent.keys.sorted().map { (nodeName(widgets[position].nodes[$0]), silent[$0]!) }
+        silent.keys.sorted().map { (nodeName(board.widgets[position].flow!.nodes[$0]), silent[$0]!) }
     }
 
     /// A node's name for people: its configured name, else its slot.
@@ -64,8 +88,7 @@ extension FlowEngine {
     /// The document each widget shows now (its last push), by widget name.
     public var deliveredContent: [String: JSONValue] {
         var documents: [String: JSONValue] = [:]
-        for widget in widgets { documents[widget.config.name] = widget.policy.delivered?.json }
-        for gauge in gauges { documents[gauge.config.name] = gauge.policy.delivered?.json }
+        for widget in board.widgets { documents[widget.name] = widget.policy.delivered?.json }
         return documents
     }
 
@@ -77,15 +100,8 @@ extension FlowEngine {
         var engine = self
         var ignored: [Output] = []
         var documents: [String: ShownDocument] = [:]
-        for position in engine.widgets.indices {
-            var held: Set<NodePlace> = []
-            let flow = engine.content(of: position, at: now, held: &held, into: &ignored)
-            if flow.inputs == nil, flow.output == nil, flow.storage == nil, flow.exchange == nil { continue }
-            documents[engine.widgets[position].config.name] = ShownDocument(content: .flow(flow), held: HeldMark(nodes: held))
-        }
-        for position in engine.gauges.indices {
-            guard let gauge = engine.gaugeDocument(of: position, at: now) else { continue }
-            documents[engine.gauges[position].config.name] = ShownDocument(content: .progress(gauge.content), held: HeldMark(bar: gauge.isHeld))
+        for position in engine.board.widgets.indices {
+            documents[engine.board.widgets[position].name] = engine.shownDocument(of: position, at: now, into: &ignored)
         }
         return documents
     }

@@ -12,18 +12,18 @@ extension FlowEngine {
     mutating func content(of position: Int, at now: Date, held: inout Set<NodePlace>, into out: inout [Output]) -> FlowContent {
         // The widget's parts are read in place: a copy of the whole widget state is made for
         // nothing at every message.
-        let policy = widgets[position].config.policy
-        let staleMarker = widgets[position].config.staleMarker
-        var shared = widgets[position].config.shared
-        if let figure = widgets[position].config.subtitleMoney { shared.subtitle = moneySubtitle(figure, ofWidget: position, at: now) }
+        let policy = board.widgets[position].flow!.config.policy
+        let staleMarker = board.widgets[position].flow!.config.staleMarker
+        var shared = board.widgets[position].flow!.config.shared
+        if let figure = board.widgets[position].flow!.config.subtitleMoney { shared.subtitle = moneySubtitle(figure, ofWidget: position, at: now) }
         var inputs: [FlowNode]?
         var output, storage, exchange: FlowNode?
         // Nodes whose meters are silent while the widget shows their last reading, and since when.
         var silent: [Int: Date] = [:]
-        for index in widgets[position].nodes.indices {
-            let node = widgets[position].nodes[index]
+        for index in board.widgets[position].flow!.nodes.indices {
+            let node = board.widgets[position].flow!.nodes[index]
             guard let value = value(of: node, inWidget: position, at: now) else { continue }
-            if let parts = value.parts { widgets[position].lastKnownBalance = parts.raw }
+            if let parts = value.parts { board.widgets[position].flow!.lastKnownBalance = parts.raw }
             checkSigns(of: node, value: value, at: position, now: now, into: &out)
             let rate = node.isMagnitude ? max(0, value.raw) : value.raw
             var total: Double?
@@ -55,7 +55,7 @@ extension FlowEngine {
             }
         }
         if !silent.isEmpty { shared.subtitle = staleSubtitle(silentNames(silent, inWidget: position), at: now) }
-        return FlowContent(shared: shared, unit: widgets[position].config.unit, inputs: inputs, output: output, storage: storage, exchange: exchange)
+        return FlowContent(shared: shared, unit: board.widgets[position].flow!.config.unit, inputs: inputs, output: output, storage: storage, exchange: exchange)
     }
 
     /// `Net today €1.18`, `Net this month €31.40` (the month's closed days and today) or `Now
@@ -77,24 +77,21 @@ extension FlowEngine {
     /// derived, the balance is known (an unknown one shows the output's own `when_stale`), and
     /// the exchange and storage it needs are drawn. An input not drawn counts 0, as in the balance.
     func derivesOutput(_ position: Int, _ candidate: FlowContent, at now: Date) -> Bool {
-        guard widgets[position].balanceNode != nil, candidate.draws(.output), case .known = balance(ofWidget: position, at: now) else {
+        guard board.widgets[position].flow!.balanceNode != nil, candidate.draws(.output), case .known = balance(ofWidget: position, at: now) else {
             return false
         }
-        return widgets[position].config.has(.storage) == candidate.draws(.storage) && widgets[position].config.has(.exchange) == candidate.draws(.exchange)
+        return board.widgets[position].flow!.config.has(.storage) == candidate.draws(.storage) && board.widgets[position].flow!.config.has(.exchange) == candidate.draws(.exchange)
     }
 
-    /// Offers the widget's content to its policy; a push goes out when the policy says so. While a
-    /// burst of readings is still settling, an ordinary offer waits for its end.
-    mutating func offer(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
-        widgets[position].batchedSince = nil
-        if !urgent, widgets[position].policy.isSettling(at: now) { return }
+    /// Offers flow widget `position` its content (see `offer`).
+    mutating func offerFlow(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
         var held: Set<NodePlace> = []
         let candidate = content(of: position, at: now, held: &held, into: &out)
-        let name = widgets[position].config.name
+        let name = board.widgets[position].name
         if candidate.inputs == nil, candidate.output == nil, candidate.storage == nil, candidate.exchange == nil {
             // Nothing to show: quiet before the first reading; later (every slot cleared as stale)
             // the widget cannot be sent an empty flow, so it keeps its last document, and the log says so.
-            if widgets[position].policy.delivered != nil {
+            if board.widgets[position].policy.delivered != nil {
                 note(.warning, key: "cleared:\(name)", at: now, into: &out) {
                     "widget '\(name)': every slot is stale and cleared; the widget keeps showing its last document"
                 }
@@ -106,7 +103,7 @@ extension FlowEngine {
         guard isValid(violations, of: name, at: now, into: &out) else { return }
         let derives = derivesOutput(position, candidate, at: now)
         // The candidate's last use: the policy takes it over.
-        if var push = widgets[position].policy.offer(flow: candidate, at: now, urgent: urgent, derivesOutput: derives) {
+        if var push = board.widgets[position].policy.offer(flow: candidate, at: now, urgent: urgent, derivesOutput: derives) {
             push.held = HeldMark(nodes: held)
             out.append(.push(widget: name, at: now, push))
             sendAccounts(of: position, at: now, into: &out)

@@ -20,8 +20,8 @@ extension FlowEngine {
     ) -> EnergySpan? {
         guard let day, span.start < day.start, var closed = lastClosedDay, let closedDay = zone.day(on: closed.date),
             closedDay.end == day.start, span.start >= closedDay.start,
-            widgets[position].nodes[node].accounts[account].counter?.restartsFromZero == false,
-            let slotIndex = dayClock.lastDaySlots.firstIndex(where: { $0.widget == widgets[position].config.name })
+            board.widgets[position].flow!.nodes[node].accounts[account].counter?.restartsFromZero == false,
+            let slotIndex = dayClock.lastDaySlots.firstIndex(where: { $0.widget == board.widgets[position].name })
         else { return span }
         var before = span
         before.end = day.start
@@ -30,16 +30,16 @@ extension FlowEngine {
         var after = span
         after.start = day.start
         after.energyKWh = span.energyKWh - before.energyKWh
-        widgets[position].nodes[node].accounts[account].handBack(before.energyKWh)
+        board.widgets[position].flow!.nodes[node].accounts[account].handBack(before.energyKWh)
 
-        let setup = widgets[position].nodes[node].setup
+        let setup = board.widgets[position].flow!.nodes[node].setup
         let kind = setup.accountKinds[account]
         var slot = dayClock.lastDaySlots[slotIndex]
         amend(&closed, &slot, inWidget: position, node: node, account: account, by: before)
-        if setup.place != .output, let home = widgets[position].balanceNode, widgets[position].nodes[home].integrates {
+        if setup.place != .output, let home = board.widgets[position].flow!.balanceNode, board.widgets[position].flow!.nodes[home].integrates {
             // The derived home's closed day moves as `count` moves today's: supply adds, use takes
             // away, never below 0.
-            let shown = closed.nodeAccountsKWh[widgets[position].config.name]?[NodePlace.output.description]?[.consumption] ?? 0
+            let shown = closed.nodeAccountsKWh[board.widgets[position].name]?[NodePlace.output.description]?[.consumption] ?? 0
             var moved = before
             moved.energyKWh = max(0, shown + (kind.isSupply ? before.energyKWh : -before.energyKWh)) - shown
             if moved.energyKWh != 0 { amend(&closed, &slot, inWidget: position, node: home, account: 0, by: moved) }
@@ -63,8 +63,8 @@ extension FlowEngine {
     /// midnight, to the closed day and its last slot: the energy, the shown total, and the money
     /// at the prices in force while it flowed.
     func amend(_ closed: inout ClosedDay, _ slot: inout ClosedSlot, inWidget position: Int, node: Int, account: Int, by part: EnergySpan) {
-        let name = widgets[position].config.name
-        let setup = widgets[position].nodes[node].setup
+        let name = board.widgets[position].name
+        let setup = board.widgets[position].flow!.nodes[node].setup
         let kind = setup.accountKinds[account]
         let place = setup.place.description
         closed.accountsKWh[name]?[kind, default: 0] += part.energyKWh

@@ -25,28 +25,24 @@ extension FlowEngine {
     /// the import price stretch by stretch.
     mutating func count(_ span: EnergySpan, _ account: EnergyAccount, at place: NodePlace, inWidget position: Int, into out: inout [Output]) {
         price(span, account, at: place, inWidget: position, into: &out)
-        guard place != .output, let node = widgets[position].balanceNode, widgets[position].nodes[node].integrates else { return }
-        let before = max(0, widgets[position].balanceKWh)
-        widgets[position].balanceKWh += account.isSupply ? span.energyKWh : -span.energyKWh
-        let after = max(0, widgets[position].balanceKWh)
-        guard after != before else { return }
-        widgets[position].nodes[node].accounts[0].add(after - before)
+        guard place != .output, let movedKWh = board.widgets[position].flow!.moveBalance(byKWh: account.isSupply ? span.energyKWh : -span.energyKWh)
+        else { return }
         var moved = span
-        moved.energyKWh = after - before
+        moved.energyKWh = movedKWh
         price(moved, .consumption, at: .output, inWidget: position, into: &out)
     }
 
     /// Adds what `span` of `account` (of the node at `place`, in widget `position`) cost or
     /// earned, stretch by stretch at the price in force; energy without a price is counted apart.
     mutating func price(_ span: EnergySpan, _ account: EnergyAccount, at place: NodePlace, inWidget position: Int, into out: inout [Output]) {
-        guard widgets[position].money != nil, let (amount, byExportPrice) = Self.pricing(of: account, at: place),
+        guard board.widgets[position].flow!.money != nil, let (amount, byExportPrice) = Self.pricing(of: account, at: place),
             let (pricedAmount, unpriced) = self.priced(span, byExportPrice: byExportPrice)
         else { return }
-        widgets[position].money![keyPath: amount] += pricedAmount
+        board.widgets[position].flow!.money![keyPath: amount] += pricedAmount
         guard unpriced > 0 else { return }
-        widgets[position].money!.unpricedKWh[account, default: 0] += unpriced
+        board.widgets[position].flow!.money!.unpricedKWh[account, default: 0] += unpriced
         // Less than a Wh (a reading a moment before the first price) is not worth the day's line.
-        guard widgets[position].money!.unpricedKWh[account]! >= MoneyReport.unpricedShownKWh else { return }
+        guard board.widgets[position].flow!.money!.unpricedKWh[account]! >= MoneyReport.unpricedShownKWh else { return }
         reportUnpriced(byExportPrice ? .exported : .imported, at: span.end, into: &out)
     }
 
@@ -147,11 +143,11 @@ extension FlowEngine {
     /// sample, or its counter's last reading.
     var pendingSince: Date? {
         var earliest: Date?
-        for position in widgets.indices where widgets[position].money != nil {
-            for node in widgets[position].nodes.indices {
-                let setup = widgets[position].nodes[node].setup
+        for position in flowPositions where board.widgets[position].flow!.money != nil {
+            for node in board.widgets[position].flow!.nodes.indices {
+                let setup = board.widgets[position].flow!.nodes[node].setup
                 for account in setup.accountKinds.indices where Self.pricing(of: setup.accountKinds[account], at: setup.place) != nil {
-                    let total = widgets[position].nodes[node].accounts[account]
+                    let total = board.widgets[position].flow!.nodes[node].accounts[account]
                     for time in [total.lastSample.map { total.countedUntil ?? $0.at }, total.counter?.lastAt] {
                         if let time, earliest.map({ time < $0 }) ?? true { earliest = time }
                     }
@@ -175,16 +171,16 @@ extension FlowEngine {
 
     /// Widget `position`'s money at `now`; nil when it is not priced.
     func moneyReport(of position: Int, at now: Date) -> MoneyReport? {
-        guard let money = widgets[position].money, let tariff = config.tariff else { return nil }
+        guard let money = board.widgets[position].flow!.money, let tariff = config.tariff else { return nil }
         return money.report(
-            standingCharge: standingCharge(at: now), currency: tariff.currency, hasConsumption: widgets[position].config.output != nil,
+            standingCharge: standingCharge(at: now), currency: tariff.currency, hasConsumption: board.widgets[position].flow!.config.output != nil,
             importPrice: pricing.importPrices?.price(at: now, zone: zone), exportPrice: pricing.exportPrices?.price(at: now, zone: zone),
             dayStart: day?.start)
     }
 
     /// The money of flow widget `name` as of the latest event; nil when it is not priced.
     public func money(ofWidget name: String) -> MoneyReport? {
-        guard let position = widgets.firstIndex(where: { $0.config.name == name }), let now = latestKnownTime else { return nil }
+        guard let position = flowPositions.first(where: { board.widgets[$0].name == name }), let now = latestKnownTime else { return nil }
         return moneyReport(of: position, at: now)
     }
 

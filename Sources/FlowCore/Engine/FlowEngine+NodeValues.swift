@@ -46,14 +46,16 @@ extension FlowEngine {
 
     /// Σ inputs + exchange − storage of widget `position`. A stale input counts 0 W (inverters
     /// sleep at night); a stale exchange or storage makes the balance unknown. Asked several times
-    /// per message, so it reads the nodes in place rather than copying them.
+    /// per message, so it reads the nodes in place rather than copying each of them: the array
+    /// itself is held once (one retain), not reached through the widget's template at every use.
     func balance(ofWidget position: Int, at now: Date) -> Balance {
+        let nodes = board.widgets[position].flow!.nodes
         var parts: BalanceParts = (0, 0, 0, 0)
         var stale: [Int] = []
-        for index in widgets[position].nodes.indices where !widgets[position].nodes[index].isBalance {
-            let slot = widgets[position].nodes[index].place.slot
+        for index in nodes.indices where !nodes[index].isBalance {
+            let slot = nodes[index].place.slot
             var sum = 0.0
-            for term in widgets[position].nodes[index].terms {
+            for term in nodes[index].terms {
                 guard let value = value(ofSource: term.source, at: now) else { return .notYet }
                 if isStale(source: term.source, at: now) {
                     if slot != .inputs { stale.append(term.source) }
@@ -86,7 +88,7 @@ extension FlowEngine {
         case .unknown(let stale):
             switch node.config.whenStale {
             case .hold:
-                return widgets[position].lastKnownBalance.map { NodeValue(raw: $0, heldFor: stale.filter { isSilent(source: $0, at: now) }) }
+                return board.widgets[position].flow!.lastKnownBalance.map { NodeValue(raw: $0, heldFor: stale.filter { isSilent(source: $0, at: now) }) }
             case .zero: return NodeValue(raw: 0)
             case .clear: return nil
             }
@@ -100,7 +102,14 @@ extension FlowEngine {
 
     /// Remembers the balance while it is known (between offers: a burst still settling).
     mutating func noteBalance(of position: Int, at now: Date) {
-        guard widgets[position].balanceNode != nil, case .known(let parts) = balance(ofWidget: position, at: now) else { return }
-        widgets[position].lastKnownBalance = parts.raw
+        if let raw = knownBalance(ofWidget: position, at: now) { board.widgets[position].flow!.lastKnownBalance = raw }
+    }
+
+    /// Widget `position`'s balance at `now`, if it derives its output and the balance is known.
+    /// Asked apart from the change it leads to: bound in a mutating method, a field read through
+    /// the widget's optional template copied the whole widget, at every message.
+    func knownBalance(ofWidget position: Int, at now: Date) -> Double? {
+        guard board.widgets[position].flow!.balanceNode != nil, case .known(let parts) = balance(ofWidget: position, at: now) else { return nil }
+        return parts.raw
     }
 }

@@ -8,9 +8,9 @@ extension FlowEngine {
     /// A progress widget's document, and the rate its texts show.
     struct GaugeDocument {
         var content: ProgressContent
-        /// Held within the deadband of the last push's (`GaugeState.shownRateW`).
+        /// Held within the deadband of the last push's (`ProgressWidget.shownRateW`).
         var rateW: Double?
-        /// When the level it shows was read (`GaugeState.shownLevelAt`).
+        /// When the level it shows was read (`ProgressWidget.shownLevelAt`).
         var levelAt: Date?
         /// The bar shows a held reading of a silent meter (and is gray for it).
         var isHeld = false
@@ -19,21 +19,23 @@ extension FlowEngine {
     /// The document of progress widget `position` at `now`, quantized per its policy; nil while it
     /// has nothing to show (no level yet, no reading at all).
     func gaugeDocument(of position: Int, at now: Date) -> GaugeDocument? {
-        let gauge = gauges[position]
+        // The bar's machine, copied: its parts are read several times, and nothing is changed.
+        let widget = board.widgets[position]
+        let gauge = widget.progress!
         var silent: [(name: String, since: Date)] = []
         var document: GaugeDocument
         switch gauge.config.measure {
         case .battery(let battery):
-            guard let made = batteryDocument(gauge, capacityKWh: battery.capacityKWh, at: now, silent: &silent) else { return nil }
+            guard let made = batteryDocument(widget, capacityKWh: battery.capacityKWh, at: now, silent: &silent) else { return nil }
             document = made
         case .selfSufficiency:
-            guard let made = selfSufficiencyDocument(gauge, at: now, silent: &silent) else { return nil }
+            guard let made = selfSufficiencyDocument(widget, at: now, silent: &silent) else { return nil }
             document = made
         case .productionGoal(let goalKWh):
-            guard let made = productionDocument(gauge, goalKWh: goalKWh, at: now, silent: &silent) else { return nil }
+            guard let made = productionDocument(widget, goalKWh: goalKWh, at: now, silent: &silent) else { return nil }
             document = made
         case .cost(let budget, let period):
-            guard let made = costDocument(gauge, budget: budget, period: period, at: now, silent: &silent) else { return nil }
+            guard let made = costDocument(widget, budget: budget, period: period, at: now, silent: &silent) else { return nil }
             document = made
         }
         if gauge.config.staleMarker, !silent.isEmpty {
@@ -50,8 +52,9 @@ extension FlowEngine {
     /// Full in 1 h 20 min (or Draining, Empty in); with a capacity and the battery charging, the
     /// window that makes the bar advance on the phone by itself.
     func batteryDocument(
-        _ gauge: GaugeState, capacityKWh: Double?, at now: Date, silent: inout [(name: String, since: Date)]
+        _ widget: WidgetMachine, capacityKWh: Double?, at now: Date, silent: inout [(name: String, since: Date)]
     ) -> GaugeDocument? {
+        let gauge = widget.progress!
         guard let node = gauge.battery, let level = node.level, let reading = bank.sources[level].reading else { return nil }
         let policy = gauge.config.policy
         let value = policy.fraction(reading.value / 100)
@@ -66,9 +69,9 @@ extension FlowEngine {
             rows.append(StatRow(label: direction > 0 ? "Charging" : direction < 0 ? "Draining" : "Idle", value: JSONValue.format(abs(shown)), unit: "W"))
             if !measured.heldFor.isEmpty { silent.append((nodeName(node), heldSince(measured.heldFor, at: now))) }
         }
-        if let flow = gauge.flow, let storage = gauge.storage, let total = widgets[flow].nodes[storage].total, total.isCounting {
+        if let flow = gauge.flow, let storage = gauge.storage, let total = board.widgets[flow].flow!.nodes[storage].total, total.isCounting {
             // By what `total:` says, not by the evidence `accounts:` may give the account it shows.
-            let label = switch widgets[flow].nodes[storage].config.total {
+            let label = switch board.widgets[flow].flow!.nodes[storage].config.total {
             case .charged: "Charged today"
             case .discharged: "Discharged today"
             default: "Energy today"
@@ -83,7 +86,7 @@ extension FlowEngine {
                 rows.append(StatRow(label: direction > 0 ? "Full in" : "Empty in", value: Self.remainingText(seconds: remaining)))
             }
             if direction > 0, value < 1,
-                let window = window(of: gauge, value: value, levelAt: reading.at, lengthSeconds: lengthSeconds, at: now)
+                let window = window(of: widget, value: value, levelAt: reading.at, lengthSeconds: lengthSeconds, at: now)
             {
                 (content.startDate, content.endDate) = window
             }
@@ -103,9 +106,10 @@ extension FlowEngine {
     /// past its deadband or the battery strays a step from the clock's bar; never because the
     /// clock moved, nor with a push for the rows. Nil when a date would break the spec's bounds:
     /// the window is then not sent (`value` alone still shows the level).
-    func window(of gauge: GaugeState, value: Double, levelAt: Date, lengthSeconds: Double, at now: Date) -> (String, String)? {
+    func window(of widget: WidgetMachine, value: Double, levelAt: Date, lengthSeconds: Double, at now: Date) -> (String, String)? {
+        let gauge = widget.progress!
         let step = (gauge.config.policy.levelStep > 0 ? gauge.config.policy.levelStep : 1) / 100
-        if case .progress(let shown)? = gauge.policy.delivered, let startText = shown.startDate, let endText = shown.endDate,
+        if case .progress(let shown)? = widget.policy.delivered, let startText = shown.startDate, let endText = shown.endDate,
             let start = RFC3339.parse(startText), let end = RFC3339.parse(endText),
             abs(end.timeIntervalSince(start) - lengthSeconds) <= 1, end.timeIntervalSince(now) <= ProgressContent.latestDateSeconds
         {
@@ -144,10 +148,11 @@ extension FlowEngine {
     /// 1 − import today / output today, within 0…1 (no consumption yet: 1); rows: Home, From
     /// grid, with a tariff Saved (third, among the rows the widget draws), Solar today. The totals
     /// are the flow widget's exchange (import) and output totals.
-    func selfSufficiencyDocument(_ gauge: GaugeState, at now: Date, silent: inout [(name: String, since: Date)]) -> GaugeDocument? {
-        guard let flow = gauge.flow, hasRead(gauge) else { return nil }
+    func selfSufficiencyDocument(_ widget: WidgetMachine, at now: Date, silent: inout [(name: String, since: Date)]) -> GaugeDocument? {
+        let gauge = widget.progress!
+        guard let flow = gauge.flow, hasRead(widget) else { return nil }
         let policy = gauge.config.policy
-        let nodes = widgets[flow].nodes
+        let nodes = board.widgets[flow].flow!.nodes
         let outputKWh = nodes.first { $0.place == .output }?.total?.energyKWh ?? 0
         let importKWh = nodes.first { $0.place == .exchange }?.total?.energyKWh ?? 0
         let value = policy.fraction(outputKWh > 0 ? 1 - importKWh / outputKWh : 1)
@@ -161,13 +166,14 @@ extension FlowEngine {
 
     /// Today's production (the inputs' totals) / goal, at most 1; rows: Today, Goal, Now (W).
     func productionDocument(
-        _ gauge: GaugeState, goalKWh: Double, at now: Date, silent: inout [(name: String, since: Date)]
+        _ widget: WidgetMachine, goalKWh: Double, at now: Date, silent: inout [(name: String, since: Date)]
     ) -> GaugeDocument? {
-        guard let flow = gauge.flow, hasRead(gauge) else { return nil }
+        let gauge = widget.progress!
+        guard let flow = gauge.flow, hasRead(widget) else { return nil }
         let policy = gauge.config.policy
-        let producedKWh = inputsKWh(widgets[flow].nodes) ?? 0
+        let producedKWh = inputsKWh(board.widgets[flow].flow!.nodes) ?? 0
         var rateW = 0.0
-        for node in widgets[flow].nodes where node.place.slot == .inputs {
+        for node in board.widgets[flow].flow!.nodes where node.place.slot == .inputs {
             if let rate = rate(of: node, inWidget: flow, at: now) { rateW += PatchPolicy.quantize(rate, step: policy.rateStep) }
         }
         let shown = policy.holding(rateW, shown: gauge.shownRateW)
@@ -195,9 +201,10 @@ extension FlowEngine {
     /// made of: the document changes, and the policy pushes it, when a figure it shows moves,
     /// never for a fraction of a cent at each message.
     func costDocument(
-        _ gauge: GaugeState, budget: Double, period: MoneyPeriod, at now: Date, silent: inout [(name: String, since: Date)]
+        _ widget: WidgetMachine, budget: Double, period: MoneyPeriod, at now: Date, silent: inout [(name: String, since: Date)]
     ) -> GaugeDocument? {
-        guard let flow = gauge.flow, hasRead(gauge), let money = periodMoney(period, of: flow, at: now) else { return nil }
+        let gauge = widget.progress!
+        guard let flow = gauge.flow, hasRead(widget), let money = periodMoney(period, of: flow, at: now) else { return nil }
         let policy = gauge.config.policy
         let currency = money.currency
         let earned = currency.rounded(money.netCost) < 0
@@ -225,7 +232,7 @@ extension FlowEngine {
     /// the month or billing month before it; nil without a tariff or a day.
     func periodMoney(_ period: MoneyPeriod, of position: Int, at now: Date) -> MoneyReport? {
         guard let date = day?.date else { return nil }
-        return periods.money(period, of: widgets[position].config.name, today: moneyReport(of: position, at: now), on: date, zone: zone)
+        return periods.money(period, of: board.widgets[position].name, today: moneyReport(of: position, at: now), on: date, zone: zone)
     }
 
     /// `Saved €2.80`: what the panels and the battery saved today; nil without an output.
@@ -245,8 +252,8 @@ extension FlowEngine {
     }
 
     /// Whether any source the bar reads has read: before that, a day's 0 kWh is no news.
-    func hasRead(_ gauge: GaugeState) -> Bool {
-        gauge.reads.contains { bank.sources[$0].reading != nil }
+    func hasRead(_ widget: WidgetMachine) -> Bool {
+        widget.reads.contains { bank.sources[$0].reading != nil }
     }
 
     /// When the earliest of these silent sources last sent a value.
@@ -258,7 +265,7 @@ extension FlowEngine {
     /// silent meters, by name, as the flow widget's own stale marker names them.
     func silentNodes(of position: Int, where include: (NodeState) -> Bool, at now: Date) -> [(name: String, since: Date)] {
         var silent: [Int: Date] = [:]
-        for (index, node) in widgets[position].nodes.enumerated() where include(node) {
+        for (index, node) in board.widgets[position].flow!.nodes.enumerated() where include(node) {
             guard let value = value(of: node, inWidget: position, at: now), !value.heldFor.isEmpty else { continue }
             noteSilent(index, heldFor: value.heldFor, inWidget: position, at: now, into: &silent)
         }
@@ -267,18 +274,16 @@ extension FlowEngine {
 
     // MARK: - Offers
 
-    /// Offers progress widget `position` its document; a push goes out when its policy says so.
-    mutating func offerGauge(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
-        gauges[position].batchedSince = nil
-        if !urgent, gauges[position].policy.isSettling(at: now) { return }
+    /// Offers progress widget `position` its document (see `offer`).
+    mutating func offerProgress(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
         guard let document = gaugeDocument(of: position, at: now) else { return }
-        let name = gauges[position].config.name
+        let name = board.widgets[position].name
         let content = WidgetContent.progress(document.content)
         guard isValid(content.validate(now: now), of: name, at: now, into: &out) else { return }
-        if var push = gauges[position].policy.offer(content, at: now, urgent: urgent) {
+        if var push = board.widgets[position].policy.offer(content, at: now, urgent: urgent) {
             push.held = HeldMark(bar: document.isHeld)
-            gauges[position].shownRateW = document.rateW
-            gauges[position].shownLevelAt = document.levelAt
+            board.widgets[position].progress!.shownRateW = document.rateW
+            board.widgets[position].progress!.shownLevelAt = document.levelAt
             out.append(.push(widget: name, at: now, push))
         }
     }

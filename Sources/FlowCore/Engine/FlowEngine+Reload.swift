@@ -7,20 +7,8 @@ extension FlowEngine {
     /// widgets of the same name: the next push is a patch from what each widget shows. And what
     /// `old` knew of the connection: when it subscribed, and which sources of the same name spoke.
     public mutating func adoptDeliveries(from old: FlowEngine) {
-        for position in widgets.indices {
-            let name = widgets[position].config.name
-            if let previous = old.policy(ofWidget: name) { widgets[position].policy.adopt(previous) }
-            if let previous = old.widgets.first(where: { $0.config.name == name }) {
-                widgets[position].lastKnownBalance = previous.lastKnownBalance
-            }
-        }
-        for position in gauges.indices {
-            let name = gauges[position].config.name
-            if let previous = old.policy(ofWidget: name) { gauges[position].policy.adopt(previous) }
-            if let previous = old.gauges.first(where: { $0.config.name == name }) {
-                gauges[position].shownRateW = previous.shownRateW
-                gauges[position].shownLevelAt = previous.shownLevelAt
-            }
+        for position in board.widgets.indices {
+            if let previous = old.board.widgets.first(where: { $0.name == board.widgets[position].name }) { board.widgets[position].adopt(previous) }
         }
         subscribedAt = old.subscribedAt
         for position in bank.sources.indices {
@@ -38,10 +26,5 @@ extension FlowEngine {
         guard let tariff = config.tariff, let since = pendingSince, since < now else { return }
         let sameCurrency = old.config.tariff.map { $0.currency == tariff.currency } ?? true
         pricing.past = old.pricing.past(from: since, until: now, zone: old.zone, sameCurrency: sameCurrency)
-    }
-
-    /// The policy of the widget of this name, flow or progress.
-    func policy(ofWidget name: String) -> PatchPolicy? {
-        widgets.first { $0.config.name == name }?.policy ?? gauges.first { $0.config.name == name }?.policy
     }
 }

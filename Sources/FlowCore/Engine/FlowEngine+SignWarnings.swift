@@ -9,11 +9,11 @@ extension FlowEngine {
     mutating func checkSigns(
         of node: NodeState, value: NodeValue, at position: Int, now: Date, into out: inout [Output]
     ) {
-        let name = widgets[position].config.name
+        let name = board.widgets[position].name
         if let parts = value.parts {
             let gross = parts.inputs + abs(parts.exchange) + abs(parts.storage)
             let clamped = -parts.raw > max(50, 0.05 * gross)
-            guard clampWatches[position].record(clamped: clamped, at: now) else { return }
+            guard board.widgets[position].flow!.clampWatch.record(clamped: clamped, at: now) else { return }
             var suspects: [String] = []
             if parts.exchange != 0, parts.inputs - parts.exchange - parts.storage >= 0 { suspects.append(describe(.exchange, inWidget: position)) }
             if parts.storage != 0, parts.inputs + parts.exchange + parts.storage >= 0 { suspects.append(describe(.storage, inWidget: position)) }
@@ -33,7 +33,7 @@ extension FlowEngine {
     }
 
     func describe(_ slot: FlowSlot, inWidget position: Int) -> String {
-        guard let node = widgets[position].nodes.first(where: { $0.place.slot == slot }) else { return slot.rawValue }
+        guard let node = board.widgets[position].flow!.nodes.first(where: { $0.place.slot == slot }) else { return slot.rawValue }
         let meaning = slot == .exchange ? "+ must mean importing" : "+ must mean filling"
         return "the \(slot.rawValue) (\(sourceNames(node)); \(meaning)): toggle `invert` on it"
     }

@@ -31,9 +31,9 @@ extension FlowEngine {
     /// Opens the slot that starts at `start`: every widget's base is what its accounts hold now.
     mutating func beginSlot(at start: Date, standingCharge: Double) {
         dayClock.openSlot = OpenSlot(start: start)
-        for position in widgets.indices {
-            widgets[position].slotBase = SlotBase(
-                accountsKWh: accountsKWh(of: position), money: widgets[position].money, standingCharge: standingCharge)
+        for position in flowPositions {
+            board.widgets[position].flow!.slotBase = SlotBase(
+                accountsKWh: board.widgets[position].flow!.accountsKWh, money: board.widgets[position].flow!.money, standingCharge: standingCharge)
         }
     }
 
@@ -51,23 +51,18 @@ extension FlowEngine {
     mutating func closeSlot(at end: Date, in day: LocalDay, into out: inout [Output]) -> [ClosedSlot] {
         guard let slot = dayClock.openSlot else { return [] }
         let standing = standingCharge(at: end, in: day)
-        let closed = widgets.indices.map { closedSlot(of: $0, from: slot.start, to: end, standingCharge: standing) }
+        let closed = flowPositions.map { closedSlot(of: $0, from: slot.start, to: end, standingCharge: standing) }
         out += closed.map { .closedSlot($0) }
         return closed
-    }
-
-    /// Every account of widget `position` at full resolution, node by node.
-    func accountsKWh(of position: Int) -> [Double] {
-        widgets[position].nodes.flatMap { node in node.accounts.map(\.energyKWh) }
     }
 
     /// Widget `position`'s slot from `start` to `end`: what its accounts and money gained since the
     /// slot's base.
     func closedSlot(of position: Int, from start: Date, to end: Date, standingCharge: Double) -> ClosedSlot {
-        let base = widgets[position].slotBase
+        let base = board.widgets[position].flow!.slotBase
         var energy: [String: [EnergyAccount: Double]] = [:]
         var index = 0
-        for node in widgets[position].nodes {
+        for node in board.widgets[position].flow!.nodes {
             var accounts: [EnergyAccount: Double] = [:]
             for (kind, total) in zip(node.setup.accountKinds, node.accounts) {
                 accounts[kind] = total.energyKWh - (index < base.accountsKWh.count ? base.accountsKWh[index] : 0)
@@ -76,13 +71,13 @@ extension FlowEngine {
             energy[node.place.description] = accounts
         }
         let money = slotMoney(of: position, exchangeKWh: energy[NodePlace.exchange.description] ?? [:], end: end, standingCharge: standingCharge)
-        return ClosedSlot(widget: widgets[position].config.name, start: start, energyKWh: energy, money: money)
+        return ClosedSlot(widget: board.widgets[position].name, start: start, energyKWh: energy, money: money)
     }
 
     /// Widget `position`'s money of the slot ending at `end`; nil when it is not priced.
     func slotMoney(of position: Int, exchangeKWh: [EnergyAccount: Double], end: Date, standingCharge: Double) -> SlotMoney? {
-        guard let money = widgets[position].money, let tariff = config.tariff else { return nil }
-        let base = widgets[position].slotBase
+        guard let money = board.widgets[position].flow!.money, let tariff = config.tariff else { return nil }
+        let base = board.widgets[position].flow!.slotBase
         let before = base.money ?? DayMoney()
         var unpriced = money.unpricedKWh
         for (account, kWh) in before.unpricedKWh { unpriced[account, default: 0] -= kWh }

@@ -31,7 +31,7 @@ extension FlowEngine {
         if kind == .live { takePrices(from: accepted, at: now) }
         if kind != .late {
             for source in accepted {
-                for position in widgets.indices where widgets[position].reads.contains(source) {
+                for position in flowPositions where board.widgets[position].reads.contains(source) {
                     account(source, in: position, at: now, integrating: kind == .live, into: &out)
                 }
             }
@@ -39,22 +39,15 @@ extension FlowEngine {
         }
         // A late reading shows as of the latest event: no push is stamped back in time.
         let shownAt = kind == .late ? clock ?? now : now
-        // The widgets the accepted readings touch, in order.
-        for position in widgets.indices where accepted.contains(where: { widgets[position].reads.contains($0) }) {
-            if widgets[position].policy.readingArrived(at: shownAt),
-                !Self.waits(inBatch: inBatch, since: &widgets[position].batchedSince, at: shownAt)
+        // The widgets the accepted readings touch, in order: the bars after the flows, so that the
+        // totals they read are up to date.
+        for position in board.widgets.indices where accepted.contains(where: { board.widgets[position].reads.contains($0) }) {
+            if board.widgets[position].policy.readingArrived(at: shownAt),
+                !Self.waits(inBatch: inBatch, since: &board.widgets[position].batchedSince, at: shownAt)
             {
                 offer(position, at: shownAt, urgent: false, into: &out)
-            } else {
+            } else if board.widgets[position].flow != nil {
                 noteBalance(of: position, at: shownAt)
-            }
-        }
-        // The bars after the flows: the totals they read are up to date.
-        for position in gauges.indices where accepted.contains(where: gauges[position].reads.contains) {
-            if gauges[position].policy.readingArrived(at: shownAt),
-                !Self.waits(inBatch: inBatch, since: &gauges[position].batchedSince, at: shownAt)
-            {
-                offerGauge(position, at: shownAt, urgent: false, into: &out)
             }
         }
         sendMovedAccounts(at: shownAt, into: &out)
@@ -201,42 +194,40 @@ extension FlowEngine {
 
     /// Brings the accounts of widget `position` up to date with a new reading of `source`.
     mutating func account(_ source: Int, in position: Int, at now: Date, integrating: Bool, into out: inout [Output]) {
-        for node in integrating ? widgets[position].integrateOn[source] ?? [] : [] {
+        for node in integrating ? board.widgets[position].flow!.integrateOn[source] ?? [] : [] {
             // A copy of the node lives only to read its rate: held while its accounts move, it
             // would share them, and the first account integrated would copy them all, at every
             // reading. (Passed straight from `widgets`, the engine itself was copied for the call.)
-            let setup = widgets[position].nodes[node].setup
-            let accounts = widgets[position].nodes[node].accounts.indices
+            let setup: NodeState.Setup
+            let accounts: Range<Int>
             let rate: Double?
             do {
-                let state = widgets[position].nodes[node]
+                let state = board.widgets[position].flow!.nodes[node]
+                (setup, accounts) = (state.setup, state.accounts.indices)
                 rate = self.rate(of: state, inWidget: position, at: now)
             }
             guard let rate else {
                 // Unknown from here (a stale term that clears the node): nothing counts across the gap.
-                for account in accounts { widgets[position].nodes[node].accounts[account].interrupt() }
+                for account in accounts { board.widgets[position].flow!.nodes[node].accounts[account].interrupt() }
                 continue
             }
             for account in accounts {
-                if let span = widgets[position].nodes[node].accounts[account].integrate(rateW: rate, at: now, maxGapSeconds: setup.maxGapSeconds) {
+                if let span = board.widgets[position].flow!.nodes[node].accounts[account].integrate(rateW: rate, at: now, maxGapSeconds: setup.maxGapSeconds) {
                     count(span, setup.accountKinds[account], at: setup.place, inWidget: position, into: &out)
                 }
             }
         }
-        widgets[position].accountsMoved = true
+        board.widgets[position].flow!.accountsMoved = true
         noteLevel(of: source, inWidget: position)
         guard let reading = bank.sources[source].reading else { return }
         let maxPowerW = bank.sources[source].config.maxPowerW
-        for node in widgets[position].nodes.indices {
-            let counters = widgets[position].nodes[node].setup.counters
-            for account in counters.indices where counters[account] == source {
-                let (added, recount) = widgets[position].nodes[node].accounts[account].read(
-                    counterKWh: reading.value, at: now, maxPowerW: maxPowerW, dayStart: day?.start)
-                if let recount { report(recount, of: source, at: now, into: &out) }
-                if let added, let today = splitAtMidnight(added, account: account, ofNode: node, inWidget: position, into: &out) {
-                    let setup = widgets[position].nodes[node].setup
-                    count(today, setup.accountKinds[account], at: setup.place, inWidget: position, into: &out)
-                }
+        for (node, account) in board.widgets[position].flow!.countersOf[source] ?? [] {
+            let (added, recount) = board.widgets[position].flow!.nodes[node].accounts[account].read(
+                counterKWh: reading.value, at: now, maxPowerW: maxPowerW, dayStart: day?.start)
+            if let recount { report(recount, of: source, at: now, into: &out) }
+            if let added, let today = splitAtMidnight(added, account: account, ofNode: node, inWidget: position, into: &out) {
+                let setup = board.widgets[position].flow!.nodes[node].setup
+                count(today, setup.accountKinds[account], at: setup.place, inWidget: position, into: &out)
             }
         }
     }

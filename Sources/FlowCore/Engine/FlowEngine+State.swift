@@ -17,31 +17,8 @@ extension FlowEngine {
         var state: [String: JSONValue] = ["version": .number(Double(Self.stateVersion))]
         state.merge(dayClock.snapshot) { first, _ in first }
         state["readings"] = bank.readingsSnapshot
-        // `totals` keeps what the widgets show, as before accounts (an older release reads it
-        // back); `accounts` has every direction of every node.
-        var totals: [String: JSONValue] = [:]
-        var accounts: [String: JSONValue] = [:]
-        // A derived home's day is marked `balance`: it is the balance of the others, which a
-        // restart rebuilds as it rebuilds theirs, so it needs no save of its own (`SavePolicy`).
-        func saved(_ total: EnergyTotal, of node: NodeState) -> JSONValue {
-            guard node.isBalance, case .object(var members) = total.json else { return total.json }
-            members["balance"] = true
-            return .object(members)
-        }
-        for widget in widgets {
-            for node in widget.nodes {
-                if let total = node.total { totals["\(widget.config.name)/\(node.place)"] = saved(total, of: node) }
-                for (kind, total) in zip(node.setup.accountKinds, node.accounts) {
-                    accounts["\(widget.config.name)/\(node.place)/\(kind)"] = saved(total, of: node)
-                }
-            }
-        }
-        state["totals"] = .object(totals)
-        state["accounts"] = .object(accounts)
+        state.merge(board.snapshot(currency: config.tariff?.currency)) { first, _ in first }
         if let tariff = config.tariff {
-            var money: [String: JSONValue] = [:]
-            for widget in widgets { if let day = widget.money { money[widget.config.name] = day.json(currency: tariff.currency) } }
-            state["money"] = .object(money)
             var prices: [String: JSONValue] = [:]
             for (account, timeline) in [(EnergyAccount.imported, pricing.importPrices), (.exported, pricing.exportPrices)] {
                 if let timeline, let json = timeline.json(currency: tariff.currency) { prices[account.rawValue] = json }
@@ -52,89 +29,25 @@ extension FlowEngine {
             // The day's line about unpriced energy is said once a day, restarts included.
             if !pricing.unpricedSaid.isEmpty { state["unpriced_said"] = .array(pricing.unpricedSaid.sorted().map { .string($0.rawValue) }) }
         }
-        if let slot = slotSnapshot() { state["slot"] = slot }
-        var levels: [String: JSONValue] = [:]
-        for widget in widgets {
-            if let range = widget.levelRange { levels[widget.config.name] = [.number(range.lowerBound), .number(range.upperBound)] }
-        }
-        if !levels.isEmpty { state["level_range"] = .object(levels) }
-        // The derived output's balance below its clamp at 0 (more counted out than in so far).
-        var balances: [String: JSONValue] = [:]
-        for widget in widgets where widget.balanceNode != nil && widget.balanceKWh < 0 { balances[widget.config.name] = .number(widget.balanceKWh) }
-        if !balances.isEmpty { state["balance_kwh"] = .object(balances) }
+        if let openSlot = dayClock.openSlot { state["slot"] = board.slotSnapshot(start: openSlot.start, currency: config.tariff?.currency) }
         return .object(state)
     }
 
-    /// The open slot: its start, the standing charge accrued then, and what each widget's accounts
-    /// and money held then (keyed like `accounts`), so a restart neither loses the slot's energy so
-    /// far nor counts it twice.
-    func slotSnapshot() -> JSONValue? {
-        guard let openSlot = dayClock.openSlot else { return nil }
-        var bases: [String: JSONValue] = [:]
-        for widget in widgets {
-            var accounts: [String: JSONValue] = [:]
-            var index = 0
-            for node in widget.nodes {
-                for kind in node.setup.accountKinds {
-                    if index < widget.slotBase.accountsKWh.count {
-                        accounts["\(node.place)/\(kind)"] = .number(widget.slotBase.accountsKWh[index])
-                    }
-                    index += 1
-                }
-            }
-            var base: [String: JSONValue] = ["accounts": .object(accounts)]
-            if let money = widget.slotBase.money, let tariff = config.tariff { base["money"] = money.json(currency: tariff.currency) }
-            bases[widget.config.name] = .object(base)
-        }
-        return .object([
-            "start": .number(openSlot.start.timeIntervalSince1970), "standing_charge": .number(widgets.first?.slotBase.standingCharge ?? 0),
-            "widgets": .object(bases),
-        ])
-    }
-
-    /// Takes back the derived home's balance, the saved open slot and the day's battery ranges, once
-    /// the day, the accounts and the money are restored. A slot outside the restored day, or a base above what its account
-    /// holds now, is no slot of this day: the slot then opens at the next event with what the
-    /// accounts hold, as after a state saved without one.
+    /// Takes back the saved open slot, once the day, the accounts and the money are restored. A
+    /// slot outside the restored day is no slot of this day: the slot then opens at the next event
+    /// with what the accounts hold, as after a state saved without one.
     mutating func restoreSlot(from state: JSONValue, times: ClosedRange<Double>, maxDayKWh: Double) {
-        for position in widgets.indices {
-            guard let node = widgets[position].balanceNode else { continue }
-            // The derived output's day goes on from what it showed, or from the balance below 0
-            // that it showed as 0.
-            let shown = widgets[position].nodes[node].accounts.first?.energyKWh ?? 0
-            let saved = state["balance_kwh"]?[widgets[position].config.name]?.numberValue
-            widgets[position].balanceKWh = shown == 0 ? min(0, max(saved ?? 0, -maxDayKWh)) : shown
-        }
-        for position in widgets.indices {
-            guard let saved = state["level_range"]?[widgets[position].config.name]?.arrayValue, saved.count == 2,
-                let low = saved[0].numberValue, let high = saved[1].numberValue, 0 <= low, low <= high, high <= 100
-            else { continue }
-            widgets[position].levelRange = low...high
-        }
         guard let day, let slot = state["slot"], let start = slot["start"]?.numberValue, times.contains(start),
             day.start.timeIntervalSince1970 <= start, start < day.end.timeIntervalSince1970
         else { return }
         let standingPerDay = config.tariff?.standingChargePerDay ?? 0
         let standing = slot["standing_charge"]?.numberValue.flatMap { (0...max(standingPerDay, 0)).contains($0) ? $0 : nil } ?? 0
-        let maxAmount = maxDayKWh * TariffConfig.largestPricePerKWh
-        for position in widgets.indices {
-            let saved = slot["widgets"]?[widgets[position].config.name]
-            var base = SlotBase(accountsKWh: [], money: widgets[position].money, standingCharge: standing)
-            for node in widgets[position].nodes {
-                for (kind, total) in zip(node.setup.accountKinds, node.accounts) {
-                    let value = saved?["accounts"]?["\(node.place)/\(kind)"]?.numberValue
-                    base.accountsKWh.append(value.flatMap { 0 <= $0 && $0 <= total.energyKWh ? $0 : nil } ?? total.energyKWh)
-                }
-            }
-            if let tariff = config.tariff, let money = saved?["money"],
-                case .restored(let restored) = DayMoney.restored(from: money, currency: tariff.currency, maxAmount: maxAmount, maxDayKWh: maxDayKWh)
-            {
-                base.money = restored
-            }
-            widgets[position].slotBase = base
-        }
+        board.restoreSlotBases(from: slot, standing: standing, currency: config.tariff?.currency, maxDayKWh: maxDayKWh)
         dayClock.openSlot = OpenSlot(start: Date(timeIntervalSince1970: start))
     }
+
+    /// What the log says of a saved entry left out.
+    static func damaged(_ what: String) -> Diagnostic { Diagnostic(.warning, "state: \(what) is damaged; left out") }
 
     /// How far apart the start of one date can be in two zones: UTC−12 to UTC+14.
     static let zoneSpreadSeconds = 26.0 * 3600
@@ -156,7 +69,7 @@ extension FlowEngine {
             throw StateError(description: "unknown version \(JSONValue.format(version))")
         }
         var skipped: [Diagnostic] = []
-        func skip(_ what: String) { skipped.append(Diagnostic(.warning, "state: \(what) is damaged; left out")) }
+        func skip(_ what: String) { skipped.append(Self.damaged(what)) }
         let saved = try DayClock.restoredDay(from: state, zone: zone)
         let restoredDay = saved?.day
         let savedDayStart = saved?.savedStart ?? 0
@@ -164,68 +77,17 @@ extension FlowEngine {
         // saved in (a move east ends the date earlier).
         let latestSeconds = restoredDay.map { max($0.end.timeIntervalSince1970, savedDayStart + Self.longestDaySeconds) }
         let times = Self.plausibleSeconds.lowerBound...(latestSeconds ?? Self.plausibleSeconds.upperBound)
-        var restoredBank = bank
-        restoredBank.restoreReadings(state["readings"], times: times, skip: skip)
-        var restoredWidgets = widgets
-        let savedTotals = state["totals"]?.objectValue ?? [:]
-        // A state written before accounts has only `totals`: each restores into the account it
-        // counted (by its kind); the node's other directions start from the restart.
-        let savedAccounts = state["accounts"]?.objectValue
+        bank.restoreReadings(state["readings"], times: times, skip: skip)
         // No node can see more energy in a day than all sources at their max_power for 25 hours.
         let maxDayKWh = config.sources.map(\.maxPowerW).reduce(0, +) * 25 / 1000
-        for position in restoredWidgets.indices where restoredDay != nil {
-            for node in restoredWidgets[position].nodes.indices {
-                let state = restoredWidgets[position].nodes[node]
-                let nodeKey = "\(restoredWidgets[position].config.name)/\(state.place)"
-                for (index, kind) in state.setup.accountKinds.enumerated() {
-                    let spec = state.accounts[index].spec
-                    // The shown account is named as the node's total was before there were accounts.
-                    let what = index == state.setup.shown ? "the total of \(nodeKey)" : "the \(kind) account of \(nodeKey)"
-                    let value: JSONValue?
-                    if let savedAccounts {
-                        value = savedAccounts["\(nodeKey)/\(kind)"]
-                    } else {
-                        // The old total counted this account if its kind is this account's, or
-                        // (another kind) it was the shown one, whose change the log names.
-                        let old = savedTotals[nodeKey]
-                        let matches = old?["kind"]?.stringValue == spec.description
-                        value = matches || (index == state.setup.shown && !state.accounts.contains { old?["kind"]?.stringValue == $0.spec.description }) ? old : nil
-                    }
-                    guard let value else { continue }
-                    switch EnergyTotal.restored(from: value, spec: spec, maxDayKWh: maxDayKWh, times: times) {
-                    case .restored(let total): restoredWidgets[position].nodes[node].accounts[index] = total
-                    case .otherKind(let saved):
-                        skipped.append(Diagnostic(.info, "state: \(what) was saved as \(saved ?? "another kind"); as \(spec) it starts at 0"))
-                    case .beyondADay(let energy):
-                        skipped.append(Diagnostic(.warning, """
-                            state: \(what), \(JSONValue.format(PatchPolicy.quantize(energy, step: 0.01))) kWh, is damaged: more than its sources' max_power \
-                            allow in a day (\(JSONValue.format(maxDayKWh)) kWh); left out
-                            """))
-                    case .damaged: skip(what)
-                    }
-                }
-            }
-        }
-        var restoredPricing = pricing
-        restoredPricing.unpricedSaid = []
+        if restoredDay != nil { board.restoreAccounts(from: state, maxDayKWh: maxDayKWh, times: times, into: &skipped) }
+        pricing.unpricedSaid = []
         if restoredDay != nil, let tariff = config.tariff {
-            let maxAmount = maxDayKWh * TariffConfig.largestPricePerKWh
-            for position in restoredWidgets.indices where restoredWidgets[position].money != nil {
-                let name = restoredWidgets[position].config.name
-                guard let saved = state["money"]?[name] else { continue }
-                switch DayMoney.restored(from: saved, currency: tariff.currency, maxAmount: maxAmount, maxDayKWh: maxDayKWh) {
-                case .restored(let money): restoredWidgets[position].money = money
-                case .otherCurrency(let code):
-                    skipped.append(Diagnostic(.info, "state: the money of '\(name)' was counted in \(code); in \(tariff.currency) it starts at 0"))
-                case .damaged: skip("the money of '\(name)'")
-                }
-            }
-            skipped += restoredPricing.restore(from: state, currency: tariff.currency, times: times, skip: skip)
+            board.restoreMoney(from: state, currency: tariff.currency, maxDayKWh: maxDayKWh, into: &skipped)
+            skipped += pricing.restore(from: state, currency: tariff.currency, times: times, skip: skip)
         }
-        bank = restoredBank
-        widgets = restoredWidgets
         day = restoredDay
-        pricing = restoredPricing
+        board.restoreBalances(from: state, maxDayKWh: maxDayKWh)
         restoreSlot(from: state, times: times, maxDayKWh: maxDayKWh)
         return skipped
     }

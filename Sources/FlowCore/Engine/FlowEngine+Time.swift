@@ -63,13 +63,9 @@ extension FlowEngine {
     public mutating func clockStepped(by seconds: Double, at now: Date) -> [Output] {
         var out: [Output] = []
         for position in bank.sources.indices { bank.sources[position].shift(by: seconds) }
-        for position in gauges.indices { gauges[position].policy.shift(by: seconds) }
-        for position in widgets.indices {
-            widgets[position].policy.shift(by: seconds)
-            clampWatches[position].reset()
-            for node in widgets[position].nodes.indices {
-                for account in widgets[position].nodes[node].accounts.indices { widgets[position].nodes[node].accounts[account].clockStepped(by: seconds) }
-            }
+        for position in board.widgets.indices {
+            board.widgets[position].policy.shift(by: seconds)
+            board.widgets[position].flow?.clockStepped(by: seconds)
         }
         subscribedAt = subscribedAt?.addingTimeInterval(seconds)
         pricing.shift(by: seconds)
@@ -102,13 +98,9 @@ extension FlowEngine {
         // and release all of them, per message.
         // A widget waiting for a batch's end is offered at its wait's limit, whatever other
         // widgets the flood moves meanwhile.
-        for position in widgets.indices {
-            if let deadline = widgets[position].policy.deadline { consider(deadline) }
-            if let since = widgets[position].batchedSince { consider(since.addingTimeInterval(Self.batchWaitSeconds)) }
-        }
-        for position in gauges.indices {
-            if let deadline = gauges[position].policy.deadline { consider(deadline) }
-            if let since = gauges[position].batchedSince { consider(since.addingTimeInterval(Self.batchWaitSeconds)) }
+        for position in board.widgets.indices {
+            if let deadline = board.widgets[position].policy.deadline { consider(deadline) }
+            if let since = board.widgets[position].batchedSince { consider(since.addingTimeInterval(Self.batchWaitSeconds)) }
         }
         if let day { consider(day.end) }
         if let openSlot = dayClock.openSlot { consider(openSlot.end) }
@@ -134,8 +126,8 @@ extension FlowEngine {
     public var latestKnownTime: Date? {
         if let clock { return clock }
         var times = bank.sources.compactMap { $0.reading?.at }
-        for widget in widgets {
-            for node in widget.nodes {
+        for widget in board.widgets {
+            for node in widget.flow?.nodes ?? [] {
                 for total in node.accounts {
                     if let sample = total.lastSample { times.append(total.countedUntil ?? sample.at) }
                     if let counted = total.counter?.lastAt { times.append(counted) }
