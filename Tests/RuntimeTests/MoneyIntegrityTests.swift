@@ -65,7 +65,46 @@ import Testing
         let money = try #require(kronor.money(ofWidget: "home"))
         #expect(money.currency.code == "SEK")
         #expect(abs(money.importCost - 1) < 1e-9, "\(money.text)")
-        #expect(abs((money.unpricedKWh[.imported] ?? 0) - 1) < 1e-9, "\(money.text)")
+        // The hour's 1 kWh, and the 0.5 kWh imported before the restart, which has no SEK price.
+        #expect(abs((money.unpricedKWh[.imported] ?? 0) - 1.5) < 1e-9, "\(money.text)")
+    }
+
+    /// A day whose money starts afresh in the middle (a tariff added by a restart or by a reload):
+    /// the energy it imported before has no price in the new money, so it counts as unpriced, not
+    /// as energy that cost nothing. 0.5 kWh imported before the tariff, then 0.25 kWh at 0.30.
+    @Test(arguments: [false, true])
+    func energyCountedBeforeTheMoneyBeganIsUnpriced(reload: Bool) throws {
+        let priced = Self.config(tariff: "  import: {price: 0.30}", sources: Self.meter, exchange: Self.counterExchange)
+        let unpriced = String(priced[..<(try #require(priced.range(of: "tariff:"))).lowerBound])
+        let before = [("2026-06-01T10:00:00Z", "grid/energy", "1000"), ("2026-06-01T10:10:00Z", "grid/energy", "1000.5")]
+        let after = [("2026-06-01T10:20:00Z", "grid/energy", "1000.75")]
+        let money: MoneyReport?
+        var said: [String] = []
+        if reload {
+            let bridge = try Bridge.inUTC(try DaemonConfig.parse(unpriced, file: "t.yaml"), savingIn: TemporaryFolder())
+            let monotonic = ContinuousClock.now
+            func receive(_ message: (String, String, String)) {
+                let instant = Self.time(message.0)
+                bridge.receive(
+                    MQTTMessage(topic: message.1, payload: Array(message.2.utf8)), at: instant,
+                    monotonic: monotonic.advanced(by: .seconds(instant.timeIntervalSince(Self.time("2026-06-01T10:00:00Z")))))
+            }
+            before.forEach(receive)
+            said = try bridge.replaceEngine(config: try DaemonConfig.parse(priced, file: "t.yaml"), at: Self.time("2026-06-01T10:10:00Z")).map(\.message)
+            after.forEach(receive)
+            money = bridge.state.withLock { $0.engine.money(ofWidget: "home") }
+        } else {
+            var engine = try Self.engine(unpriced)
+            _ = Self.feed(&engine, before)
+            var restarted: FlowEngine
+            (restarted, said) = try Self.restarted(engine, into: priced)
+            _ = Self.feed(&restarted, after)
+            money = restarted.money(ofWidget: "home")
+        }
+        let report = try #require(money)
+        #expect(abs(report.importCost - 0.075) < 1e-9, "\(report.text)")
+        #expect(abs((report.unpricedKWh[.imported] ?? 0) - 0.5) < 1e-9, "\(report.text)")
+        #expect(said.contains { $0.contains("0.5 kWh imported before count unpriced") }, "\(said)")
     }
 
     // MARK: - A rise over no time

@@ -148,7 +148,8 @@ struct TariffRestartTests {
         #expect(abs(restored.gridOnlyCost! - expected.gridOnlyCost!) < 1e-9, "\(restored.text)")
     }
 
-    /// Money counted in euros means nothing in pounds: it starts at 0, and the log says why.
+    /// Money counted in euros means nothing in pounds: it starts afresh, the day's import so far
+    /// counted unpriced (it has no price in pounds), and the log says why.
     @Test func moneyOfAnotherCurrencyStartsAtZero() throws {
         let parsed = try DaemonConfig.parse(Self.config, file: "t.yaml")
         var before = Replay(config: parsed.flow, zone: FixedOffsetZone())
@@ -157,8 +158,9 @@ struct TariffRestartTests {
         pounds.tariff = TariffConfig(currency: Currency(code: "GBP")!, importPrice: PriceConfig(base: .fixed(0.3)))
         var after = FlowEngine(config: pounds, zone: FixedOffsetZone())
         let said = try after.restore(before.engine.snapshot())
-        #expect(said.map(\.message) == ["state: the money of 'power' was counted in EUR; in GBP it starts at 0"])
+        #expect(said.map(\.message) == ["state: the money of 'power' was counted in EUR; in GBP it starts afresh; the 120 kWh imported before count unpriced"])
         #expect(after.money(ofWidget: "power")?.importCost == 0)
+        #expect(after.money(ofWidget: "power")?.unpricedKWh[.imported] == 120)
     }
 }
 

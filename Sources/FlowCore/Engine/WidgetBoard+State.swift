@@ -117,17 +117,31 @@ extension FlowEngine.WidgetBoard {
 
     /// Takes back each priced widget's saved money in `currency`: none beyond what the day's
     /// energy at the largest price could make; what is left out is said in `skipped`.
+    ///
+    /// Money that starts afresh in the middle of a day (none saved: a tariff new to the widget, by
+    /// a restart or a reload; saved in another currency; damaged) has no price for the energy the
+    /// day imported and exported before: it counts as unpriced, never as energy that cost nothing.
     mutating func restoreMoney(from state: JSONValue, currency: Currency, maxDayKWh: Double, into skipped: inout [Diagnostic]) {
         let maxAmount = maxDayKWh * TariffConfig.largestPricePerKWh
         for position in 0..<flowCount where widgets[position].flow!.money != nil {
             let name = widgets[position].name
-            guard let saved = state["money"]?[name] else { continue }
-            switch DayMoney.restored(from: saved, currency: currency, maxAmount: maxAmount, maxDayKWh: maxDayKWh) {
-            case .restored(let money): widgets[position].flow!.money = money
-            case .otherCurrency(let code):
-                skipped.append(Diagnostic(.info, "state: the money of '\(name)' was counted in \(code); in \(currency) it starts at 0"))
-            case .damaged: skipped.append(FlowEngine.damaged("the money of '\(name)'"))
+            let why: String
+            switch state["money"]?[name].map({ DayMoney.restored(from: $0, currency: currency, maxAmount: maxAmount, maxDayKWh: maxDayKWh) }) {
+            case .restored(let money):
+                widgets[position].flow!.money = money
+                continue
+            case .otherCurrency(let code): why = "the money of '\(name)' was counted in \(code); in \(currency) it starts afresh"
+            case .damaged:
+                skipped.append(FlowEngine.damaged("the money of '\(name)'"))
+                why = "the money of '\(name)' starts afresh"
+            case nil: why = "no money of '\(name)' was saved (a tariff new to it)"
             }
+            let counted = widgets[position].flow!.nodes.first { $0.place == .exchange }?.accountsKWh ?? [:]
+            let unpriced = [EnergyAccount.imported, .exported].compactMap { account in counted[account].flatMap { $0 > 0 ? (account, $0) : nil } }
+            widgets[position].flow!.money = DayMoney(unpricedKWh: Dictionary(uniqueKeysWithValues: unpriced))
+            let energy = unpriced.map { "\(JSONValue.format(PatchPolicy.quantize($0.1, step: 0.001))) kWh \($0.0 == .imported ? "imported" : "exported")" }
+            guard !energy.isEmpty || state["money"]?[name] != nil else { continue }
+            skipped.append(Diagnostic(.info, "state: \(why)\(energy.isEmpty ? "" : "; the \(energy.joined(separator: " and ")) before count unpriced")"))
         }
     }
 
