@@ -36,6 +36,12 @@ final class Bridge: Sendable {
         var histories: [String: PowerHistory] = [:]
         /// Closed slots and days that wait for the day book (saved with the state).
         var book = BookQueue()
+        /// Whether a state on disk holds a day, so that a restart from it would close again every
+        /// slot closed since (it was restored at the start, or written since). Until then the book
+        /// takes nothing: a first start killed after the book took its first slots but before its
+        /// first save would start the day afresh, and the slots from there to the restart would
+        /// never be closed at all: a hole in the book, and slots whose energy no day row counts.
+        var bookCovered = false
         /// The lines about sources that go quiet and come back.
         var silences = SilenceLog()
         /// Each source's last refused payload, and why: the window shows it.
@@ -61,6 +67,7 @@ final class Bridge: Sendable {
     ) {
         var state = State(engine: engine, config: config, zone: zone, book: book)
         state.lifetime = lifetime
+        state.bookCovered = engine.day != nil
         self.state = Mutex(state)
         self.sinks = sinks
         self.store = store
@@ -240,8 +247,9 @@ final class Bridge: Sendable {
 
     // MARK: - The day book's queue
 
-    /// What waits for the book, as it is now (the writer writes it outside the lock).
-    func bookWaiting() -> BookQueue { state.withLock { $0.book } }
+    /// What waits for the book, as it is now (the writer writes it outside the lock); nothing
+    /// while no state on disk holds a day (`bookCovered`).
+    func bookWaiting() -> BookQueue { state.withLock { $0.bookCovered ? $0.book : BookQueue() } }
 
     /// The writer wrote what it took: it goes, and the state is worth saving without it.
     func bookWritten(_ written: BookQueue) {
@@ -260,6 +268,7 @@ final class Bridge: Sendable {
             do {
                 try store.save(snapshot, last: last)
                 throttle.clear("state")
+                if snapshot["day"] != nil { state.withLock { $0.bookCovered = true } }
                 return true
             } catch {
                 if throttle.allows("state", at: now) {
