@@ -139,7 +139,7 @@ extension FlowEngine.WidgetBoard {
             let counted = widgets[position].flow!.nodes.first { $0.place == .exchange }?.accountsKWh ?? [:]
             let unpriced = [EnergyAccount.imported, .exported].compactMap { account in counted[account].flatMap { $0 > 0 ? (account, $0) : nil } }
             widgets[position].flow!.money = DayMoney(unpricedKWh: Dictionary(uniqueKeysWithValues: unpriced))
-            let energy = unpriced.map { "\(JSONValue.format(PatchPolicy.quantize($0.1, step: 0.001))) kWh \($0.0 == .imported ? "imported" : "exported")" }
+            let energy = unpriced.map { "\(AccountBalance.kWh($0.1)) kWh \($0.0 == .imported ? "imported" : "exported")" }
             guard !energy.isEmpty || state["money"]?[name] != nil else { continue }
             skipped.append(Diagnostic(.info, "state: \(why)\(energy.isEmpty ? "" : "; the \(energy.joined(separator: " and ")) before count unpriced")"))
         }
