@@ -52,7 +52,7 @@ extension FlowEngine {
         // reports every minute amends every day by its last minute, which is no news.
         guard day.start.timeIntervalSince(span.start) >= ClosedSlot.seconds else { return after.energyKWh > 0 ? after : nil }
         let counter = setup.counters[account].map { bank.sources[$0].config.name } ?? "?"
-        let kWh = { (value: Double) in JSONValue.format(PatchPolicy.quantize(value, step: 0.001)) }
+        let kWh = AccountBalance.kWh
         out.append(.diagnostic(Diagnostic(
             .info,
             "day \(closed.date) widget '\(slot.widget)': counter '\(counter)' rose \(kWh(span.energyKWh)) kWh from \(zone.clockText(at: span.start, today: span.end)) to \(zone.clockText(at: span.end, today: span.end)); the \(kWh(before.energyKWh)) kWh that flowed before midnight are added to \(closed.date)")))

@@ -205,7 +205,7 @@ extension FlowEngine {
             lastClosedDay = closed
             out.append(.closedDay(closed))
             if closedDays == 0 {
-                let summary = closed.totalsKWh.keys.sorted().map { "\($0) \(JSONValue.format(PatchPolicy.quantize(closed.totalsKWh[$0]!, step: 0.001))) kWh" }
+                let summary = closed.totalsKWh.keys.sorted().map { "\($0) \(AccountBalance.kWh(closed.totalsKWh[$0]!)) kWh" }
                 out.append(.diagnostic(Diagnostic(.info, "day \(current.date) (\(zone.identifier)) closed: \(summary.isEmpty ? "no totals" : summary.joined(separator: ", "))")))
                 reportAccounts(of: closed, into: &out)
             }
