@@ -23,6 +23,8 @@ public struct PowerHistory: Sendable {
     private(set) var names: [NodePlace: String] = [:]
     private(set) var colors: [NodePlace: WidgetColor] = [:]
     private(set) var unit: String?
+    /// The local day `dropDays(beforeDayOf:)` looked up last.
+    private var keptDay: LocalDay?
 
     public init(zone: any LocalTimeZone) { self.zone = zone }
 
@@ -40,9 +42,13 @@ public struct PowerHistory: Sendable {
         pushes.append(Push(at: at, rates: rates))
     }
 
-    /// Lets go of the pushes before `start` but the last of them (what was shown at `start`): a
-    /// daemon keeps only today's.
-    public mutating func dropDays(before start: Date) {
+    /// Lets go of the pushes before the local day of `instant` but the last of them (what was
+    /// shown at its start): a daemon keeps only today's. The day is looked up only when `instant`
+    /// leaves the one looked up last: finding a day's bounds asks the zone's rules some 36 times,
+    /// which at every push cost more than the rest of it.
+    public mutating func dropDays(beforeDayOf instant: Date) {
+        if !(keptDay?.contains(instant) ?? false) { keptDay = zone.day(containing: instant) }
+        let start = keptDay!.start
         guard let first = pushes.firstIndex(where: { $0.at >= start }) ?? (pushes.isEmpty ? nil : pushes.count), first > 1 else { return }
         pushes.removeFirst(first - 1)
     }
