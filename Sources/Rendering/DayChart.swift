@@ -32,8 +32,8 @@ public struct PowerHistory: Sendable {
     /// it. Pushes come in time order.
     public mutating func record(_ flow: FlowContent, held: Set<NodePlace>, at: Date) {
         var rates = [Double?](repeating: nil, count: NodePlace.count)
-        for (place, node) in flow.nodes {
-            guard let rate = node.rate, rate.isFinite else { continue }
+        flow.forEachNode { place, node in
+            guard let rate = node.rate, rate.isFinite else { return }
             rates[place.index] = rate
             names[place] = node.name ?? FlowPicture.defaultName(of: place, inputCount: flow.inputs?.count ?? 0)
             if colors[place] == nil, !held.contains(place), let color = WidgetColor(node.color) { colors[place] = color }
@@ -378,10 +378,17 @@ extension NodePlace {
 extension FlowContent {
     /// Every node of the document with its place, inputs first.
     public var nodes: [(place: NodePlace, node: FlowNode)] {
-        var all: [(NodePlace, FlowNode)] = (inputs ?? []).enumerated().map { (.input($0.offset), $0.element) }
-        if let output { all.append((.output, output)) }
-        if let storage { all.append((.storage, storage)) }
-        if let exchange { all.append((.exchange, exchange)) }
+        var all: [(place: NodePlace, node: FlowNode)] = []
+        forEachNode { all.append(($0, $1)) }
         return all
+    }
+
+    /// Calls `body` with every node of the document and its place, inputs first, each read in
+    /// place: the chart records every push, and an array of the nodes copied each of their texts.
+    public func forEachNode(_ body: (NodePlace, FlowNode) -> Void) {
+        if let inputs { for index in inputs.indices { body(.input(index), inputs[index]) } }
+        if let output { body(.output, output) }
+        if let storage { body(.storage, storage) }
+        if let exchange { body(.exchange, exchange) }
     }
 }
