@@ -8,10 +8,17 @@
 # the sentinel is in its output. The same run with one reading is the fixed cost (start, config,
 # connection, exit), so the figure is (instructions for N - instructions for 1) / (N - 1).
 # The release of the pages read only to start is off (below).
+# With RATE, the readings go out one at a time, RATE a second (meterpub -r), each reaching the daemon
+# alone as a home's meters send them (bench/paced.sh's pace), and POLICY says which widget policy
+# takes them: pushed (bench.yaml's, every reading pushed, as in the flood) or default (its policy
+# line removed: the defaults, a burst settled for 2 s, a push at most every 10 s).
 # Prints one line: "instructions per message <I> (N <N>: <total> in <P> pushes, 1: <total>)".
-# usage: bench/callgrind.sh BINARY [N]   (N: 20000 unless given; needs valgrind, mosquitto, cc)
+# usage: bench/callgrind.sh BINARY [N [RATE [POLICY]]]
+#   (N: 20000 unless given; RATE: a flood unless given; POLICY: pushed unless given;
+#    needs valgrind, mosquitto, cc)
 set -eu
-binary=$1 n=${2:-20000}
+binary=$1 n=${2:-20000} rate=${3:-} policy=${4:-pushed}
+case $policy in pushed|default) ;; *) echo "POLICY is pushed or default, not '$policy'" >&2; exit 2;; esac
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d /tmp/flowbridge-callgrind-XXXXXX)
 broker= consumer=
@@ -61,6 +68,7 @@ instructions() {
   # Without the window (bench.yaml's http line): the figure stays the ingest's, comparable across
   # releases; the window's cost is make bench's, scraped every 15 s.
   sed -e "s/@PORT@/$port/" -e "s|@STATE@|$run/state.json|" -e '/^http:/d' bench/bench.yaml > "$run/config.yaml"
+  [ "$policy" = pushed ] || sed -i '/^    policy:/d' "$run/config.yaml"
   LD_PRELOAD="$dir/preload.so" valgrind --tool=callgrind --callgrind-out-file="$run/callgrind.out" \
     "$binary" run --config "$run/config.yaml" --dry-run --log-level warning > "$run/out" 2> "$run/err" & consumer=$!
   # Subscribed: the broker logs the subscription (valgrind starts the daemon slowly).
@@ -68,7 +76,14 @@ instructions() {
     kill -0 "$consumer" 2>/dev/null || { echo "flowbridge ended before subscribing:" >&2; tail -5 "$run/err" >&2; exit 1; }
     sleep 0.1
   done
-  timeout 1200 "$dir/meterpub" "$port" "$1" bench/meter "$run/out" > /dev/null
+  timeout 1200 "$dir/meterpub" ${rate:+-r "$rate"} "$port" "$1" bench/meter > /dev/null
+  # The sentinel ({"power": 424242}) in what the daemon printed; 42424 since the default policy
+  # rounds it to 424240 W, and pushes it once the burst has settled.
+  local waited=0
+  until grep -q 42424 "$run/out"; do
+    [ $waited -lt 12000 ] || { echo "no sentinel within 1200 s" >&2; exit 1; }
+    sleep 0.1; waited=$((waited + 1))
+  done
   kill -TERM "$consumer"
   wait "$consumer" || true
   consumer=

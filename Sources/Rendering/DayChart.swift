@@ -23,6 +23,8 @@ public struct PowerHistory: Sendable {
     private(set) var names: [NodePlace: String] = [:]
     private(set) var colors: [NodePlace: WidgetColor] = [:]
     private(set) var unit: String?
+    /// The local day `dropDays(beforeDayOf:)` looked up last.
+    private var keptDay: LocalDay?
 
     public init(zone: any LocalTimeZone) { self.zone = zone }
 
@@ -30,8 +32,8 @@ public struct PowerHistory: Sendable {
     /// it. Pushes come in time order.
     public mutating func record(_ flow: FlowContent, held: Set<NodePlace>, at: Date) {
         var rates = [Double?](repeating: nil, count: NodePlace.count)
-        for (place, node) in flow.nodes {
-            guard let rate = node.rate, rate.isFinite else { continue }
+        flow.forEachNode { place, node in
+            guard let rate = node.rate, rate.isFinite else { return }
             rates[place.index] = rate
             names[place] = node.name ?? FlowPicture.defaultName(of: place, inputCount: flow.inputs?.count ?? 0)
             if colors[place] == nil, !held.contains(place), let color = WidgetColor(node.color) { colors[place] = color }
@@ -40,9 +42,13 @@ public struct PowerHistory: Sendable {
         pushes.append(Push(at: at, rates: rates))
     }
 
-    /// Lets go of the pushes before `start` but the last of them (what was shown at `start`): a
-    /// daemon keeps only today's.
-    public mutating func dropDays(before start: Date) {
+    /// Lets go of the pushes before the local day of `instant` but the last of them (what was
+    /// shown at its start): a daemon keeps only today's. The day is looked up only when `instant`
+    /// leaves the one looked up last: finding a day's bounds asks the zone's rules some 36 times,
+    /// which at every push cost more than the rest of it.
+    public mutating func dropDays(beforeDayOf instant: Date) {
+        if !(keptDay?.contains(instant) ?? false) { keptDay = zone.day(containing: instant) }
+        let start = keptDay!.start
         guard let first = pushes.firstIndex(where: { $0.at >= start }) ?? (pushes.isEmpty ? nil : pushes.count), first > 1 else { return }
         pushes.removeFirst(first - 1)
     }
@@ -372,10 +378,17 @@ extension NodePlace {
 extension FlowContent {
     /// Every node of the document with its place, inputs first.
     public var nodes: [(place: NodePlace, node: FlowNode)] {
-        var all: [(NodePlace, FlowNode)] = (inputs ?? []).enumerated().map { (.input($0.offset), $0.element) }
-        if let output { all.append((.output, output)) }
-        if let storage { all.append((.storage, storage)) }
-        if let exchange { all.append((.exchange, exchange)) }
+        var all: [(place: NodePlace, node: FlowNode)] = []
+        forEachNode { all.append(($0, $1)) }
         return all
+    }
+
+    /// Calls `body` with every node of the document and its place, inputs first, each read in
+    /// place: the chart records every push, and an array of the nodes copied each of their texts.
+    public func forEachNode(_ body: (NodePlace, FlowNode) -> Void) {
+        if let inputs { for index in inputs.indices { body(.input(index), inputs[index]) } }
+        if let output { body(.output, output) }
+        if let storage { body(.storage, storage) }
+        if let exchange { body(.exchange, exchange) }
     }
 }

@@ -229,7 +229,7 @@ final class Bridge: Sendable {
         guard case .flow(let flow) = push.document else { return }
         let zone = state.zone
         state.histories[widget, default: PowerHistory(zone: zone)].record(flow, held: push.held.nodes, at: at)
-        state.histories[widget]?.dropDays(before: zone.day(containing: at).start)
+        state.histories[widget]?.dropDays(beforeDayOf: at)
     }
 
     /// The state file's content: the engine's day, what each sink keeps, the lifetime accounts,

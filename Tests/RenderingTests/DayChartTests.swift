@@ -148,6 +148,33 @@ struct CentralEurope2026: LocalTimeZone {
         #expect(charts[1].series.first { $0.name == "Home" }?.samples.last?.value == 0.3)
     }
 
+    /// A daemon keeps only today's pushes, and the last one before its midnight (what the widget
+    /// showed then): each push lets go of the days before its own, whose bounds are looked up
+    /// once per day, not per push.
+    @Test func aDaemonKeepsTodaysPushesAndWhatMidnightShowed() throws {
+        var history = PowerHistory(zone: CentralEurope2026())
+        func push(home: Double, at time: String) {
+            let at = RFC3339.parse(time)!
+            history.record(Self.flow(solar: nil, home: home, battery: nil, grid: home), held: [], at: at)
+            history.dropDays(beforeDayOf: at)
+        }
+        func home(_ charts: [DayChart], _ index: Int) -> [DayChart.Sample] { charts[index].series.first { $0.name == "Home" }?.samples ?? [] }
+        push(home: 500, at: "2026-06-01T20:00:00+02:00")
+        push(home: 400, at: "2026-06-01T22:00:00+02:00")
+        push(home: 300, at: "2026-06-02T01:00:00+02:00")
+        push(home: 200, at: "2026-06-02T03:00:00+02:00")
+        var charts = history.charts(title: "Power", through: RFC3339.parse("2026-06-02T04:00:00+02:00")!)
+        #expect(charts.map(\.day.date.description) == ["2026-06-01", "2026-06-02"])
+        #expect(home(charts, 0).first == DayChart.Sample(at: RFC3339.parse("2026-06-01T22:00:00+02:00")!, value: 0.4))
+        #expect(home(charts, 1).map(\.value).contains(0.3))
+        push(home: 100, at: "2026-06-03T00:30:00+02:00")
+        charts = history.charts(title: "Power", through: RFC3339.parse("2026-06-03T01:00:00+02:00")!)
+        #expect(charts.map(\.day.date.description) == ["2026-06-02", "2026-06-03"])
+        #expect(home(charts, 0).first == DayChart.Sample(at: RFC3339.parse("2026-06-02T03:00:00+02:00")!, value: 0.2))
+        #expect(home(charts, 1).first == DayChart.Sample(at: RFC3339.parse("2026-06-03T00:00:00+02:00")!, value: 0.2))
+        #expect(home(charts, 1).last?.value == 0.1)
+    }
+
     /// Every line its own color: the gray a held node is sent and a color two nodes share are replaced.
     @Test func everyLineHasItsOwnColor() throws {
         var history = PowerHistory(zone: CentralEurope2026())
