@@ -5,16 +5,31 @@ import FoundationEssentials
 ///
 /// A widget shows a document from its push until the next one, so a chart draws each node's rate
 /// as steps: flat until the next push, then straight to the new value. That is what the phone
-/// showed, not a guess between two readings. Only the rates are kept per push (a day of pushes
-/// every 10 s is about a megabyte); names, colors and the unit are the latest the widget had.
+/// showed, not a guess between two readings. Only the rates are kept per push, inline (64 bytes a
+/// push: a day of a push a second is 5.5 MB, of a push every 10 s about half a megabyte); names,
+/// colors and the unit are the latest the widget had.
 public struct PowerHistory: Sendable {
     public let zone: any LocalTimeZone
 
     /// One push: its time and the rate of each of the six places (`NodePlace.index`), nil where
-    /// the document had no such node.
+    /// the document had no such node. The rates are stored in the push itself, not in an array of
+    /// their own: an array is an allocation per push that the day keeps (about 150 bytes each, so
+    /// a day of a push a second held 13 MB), where these add 56 bytes to the day's one array.
     struct Push: Sendable {
         var at: Date
-        var rates: [Double?]
+        private var values = InlineArray<6, Double>(repeating: 0)
+        /// Bit `index` set: `values[index]` is the place's rate.
+        private var present: UInt8 = 0
+
+        init(at: Date) { self.at = at }
+
+        /// The rate of the place at `index` (`NodePlace.index`), nil where the document had none.
+        subscript(index: Int) -> Double? { present & (1 << index) != 0 ? values[index] : nil }
+
+        mutating func setRate(_ rate: Double, at index: Int) {
+            values[index] = rate
+            present |= 1 << index
+        }
     }
 
     private(set) var pushes: [Push] = []
@@ -31,15 +46,15 @@ public struct PowerHistory: Sendable {
     /// Takes the whole document after a push at `at`, `held` the places the engine marked held in
     /// it. Pushes come in time order.
     public mutating func record(_ flow: FlowContent, held: Set<NodePlace>, at: Date) {
-        var rates = [Double?](repeating: nil, count: NodePlace.count)
+        var push = Push(at: at)
         flow.forEachNode { place, node in
             guard let rate = node.rate, rate.isFinite else { return }
-            rates[place.index] = rate
+            push.setRate(rate, at: place.index)
             names[place] = node.name ?? FlowPicture.defaultName(of: place, inputCount: flow.inputs?.count ?? 0)
             if colors[place] == nil, !held.contains(place), let color = WidgetColor(node.color) { colors[place] = color }
         }
         unit = flow.unit
-        pushes.append(Push(at: at, rates: rates))
+        pushes.append(push)
     }
 
     /// Lets go of the pushes before the local day of `instant` but the last of them (what was
@@ -60,17 +75,22 @@ public struct PowerHistory: Sendable {
         guard let last = pushes.last else { return [] }
         var charts: [DayChart] = []
         var index = 0
-        var carried: [Double?]?
+        var carried: Push?
         while index < pushes.count {
             let day = zone.day(containing: pushes[index].at)
-            var events = carried.map { [Push(at: day.start, rates: $0)] } ?? []
+            // The day starts with what was shown at its midnight.
+            var events: [Push] = []
+            if var shown = carried {
+                shown.at = day.start
+                events.append(shown)
+            }
             while index < pushes.count, pushes[index].at < day.end {
                 events.append(pushes[index])
                 index += 1
             }
             let until = index < pushes.count ? day.end : min(day.end, max(last.at, end ?? last.at))
             charts.append(DayChart(title: title, day: day, history: self, events: events, until: until))
-            carried = events.last?.rates
+            carried = events.last
         }
         return charts
     }
@@ -170,7 +190,7 @@ public struct DayChart: Sendable {
         for push in events {
             var present: Set<NodePlace> = []
             for place in NodePlace.all {
-                guard let rate = push.rates[place.index] else { continue }
+                guard let rate = push[place.index] else { continue }
                 present.insert(place)
                 let value = rate / divisor
                 let at = push.at
@@ -363,7 +383,6 @@ extension NodePlace {
     /// The six places of a flow in the order of the document and the legend: inputs, the output,
     /// the storage, the exchange.
     static let all: [NodePlace] = [.input(0), .input(1), .input(2), .output, .storage, .exchange]
-    static var count: Int { all.count }
 
     var index: Int {
         switch self {
