@@ -203,7 +203,7 @@ struct MQTTOutputRunTests {
         #expect(try await Self.retained(broker, "flowbridge/power/content") { $0 == computed } == computed)
 
         try await broker.restart()
-        #expect(await daemon.waitFor("connected to", count: 2, timeout: .seconds(20)), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to", count: 2, timeout: .seconds(20)), "\(daemon.text)")
         #expect(try await Self.retained(broker, "flowbridge/power/content") { $0 != nil } == PushRunTests.computed(daemon))
         #expect(Set(try await Self.discoveryConfigs(broker).keys) == Self.sensorTopics())
         // And it goes on from there.

@@ -282,7 +282,7 @@ struct RunTests {
         let daemon = try Daemon(
             config: Self.config(port: broker.port, state: folder.url.appendingPathComponent("s.json").path), folder: folder,
             environment: ["JOURNAL_STREAM": "\(info.st_dev):\(info.st_ino)"])
-        #expect(await daemon.waitFor("<6>connected to"), "\(daemon.text)")
+        #expect(await daemon.waitFor("<6>subscribed to"), "\(daemon.text)")
         try await broker.publish(topic: "solar/ac/power", payload: "garbage")
         #expect(await daemon.waitFor("<4>source 'solar'"), "\(daemon.text)")
         #expect(!daemon.text.contains("flowbridge: info"))
@@ -306,7 +306,7 @@ struct RunTests {
         defer { kill(process.processIdentifier, SIGKILL) }
         try output.fileHandleForReading.close()
         func log() -> String { (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "" }
-        #expect(await eventually { log().contains("connected to") }, "\(log())")
+        #expect(await eventually { log().contains("subscribed to") }, "\(log())")
         for watts in [100, 200, 300] {
             try await broker.publish(topic: "shellypro3em-abc/status/em:0", payload: #"{"total_act_power":\#(watts)}"#)
         }
@@ -334,7 +334,7 @@ struct RunTests {
         let errors = folder.url.appendingPathComponent("err.log").path
         let process = try ChildProcess(Repository.binary, ["run", "--config", config], outputFile: fifo, errorFile: errors)
         func log() -> String { (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "" }
-        #expect(await eventually { log().contains("connected to") }, "\(log())")
+        #expect(await eventually { log().contains("subscribed to") }, "\(log())")
         // More push lines than a pipe holds (64 KiB, some 400 lines): readings one by one, each
         // its own push (a backlog read in one go would be one), until the sink says it coalesces.
         var published = 0
@@ -481,7 +481,7 @@ struct RunTests {
         #expect(await daemon.waitFor("broker connection:"), "\(daemon.text)")
         try await Task.sleep(for: .seconds(65))  // time passing: an outage long enough for the reconnect delay to reach its cap
         try await broker.start()
-        #expect(await daemon.waitFor("connected to", count: 2, timeout: .seconds(20)), "\(daemon.text)")
+        #expect(await daemon.waitFor("subscribed to", count: 2, timeout: .seconds(20)), "\(daemon.text)")
         try await broker.publish(topic: "solar/ac/power", payload: "65")
         #expect(await daemon.waitFor(#""rate":65"#), "\(daemon.text)")
         await daemon.stop()
