@@ -62,8 +62,9 @@ public struct PowerHistory: Sendable {
     /// leaves the one looked up last: finding a day's bounds asks the zone's rules some 36 times,
     /// which at every push cost more than the rest of it.
     public mutating func dropDays(beforeDayOf instant: Date) {
-        if !(keptDay?.contains(instant) ?? false) { keptDay = zone.day(containing: instant) }
-        let start = keptDay!.start
+        let day = keptDay.flatMap { $0.contains(instant) ? $0 : nil } ?? zone.day(containing: instant)
+        keptDay = day
+        let start = day.start
         guard let first = pushes.firstIndex(where: { $0.at >= start }) ?? (pushes.isEmpty ? nil : pushes.count), first > 1 else { return }
         pushes.removeFirst(first - 1)
     }
