@@ -32,11 +32,7 @@ import Testing
         let start = try #require(RFC3339.parse("2026-06-01T10:00:00Z"))
         let monotonic = ContinuousClock.now
         // 10:00 to 10:20, a reading a minute: the slot of 10:00 closes at 10:15.
-        for minute in 0...20 {
-            bridge.receive(
-                MQTTMessage(topic: "grid/power", payload: Array("1000".utf8)), at: start.addingTimeInterval(Double(minute) * 60),
-                monotonic: monotonic.advanced(by: .seconds(minute * 60)))
-        }
+        bridge.receive("1000", on: "grid/power", every: 60, steps: 0...20, from: start, monotonic: monotonic)
         #expect(bridge.state.withLock { $0.book.slots.count } == 1)
         #expect(bridge.bookWaiting().isEmpty, "no state on disk holds the day yet")
         #expect(bridge.flush(at: start.addingTimeInterval(1200)))

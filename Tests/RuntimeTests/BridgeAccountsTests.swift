@@ -35,13 +35,7 @@ import Testing
             engine: FlowEngine(config: config.flow, zone: zone), config: config, zone: zone, sinks: [recorder], store: nil,
             log: Logger(threshold: .error))
         let start = Date(timeIntervalSince1970: 1_780_272_000 + 3600)
-        let monotonic = ContinuousClock.now
-        for step in 0...60 {
-            let seconds = Double(step) * 10
-            bridge.receive(
-                MQTTMessage(topic: "l", payload: Array("3600".utf8)), at: start.addingTimeInterval(seconds),
-                monotonic: monotonic.advanced(by: .seconds(seconds)))
-        }
+        bridge.receive("3600", on: "l", every: 10, steps: 0...60, from: start, monotonic: ContinuousClock.now)
         let times = recorder.accounts.withLock { $0.map { $0.at.timeIntervalSince(start) } }
         #expect(times.count >= 10, "\(times)")
         for (earlier, later) in zip(times, times.dropFirst()) { #expect(later - earlier <= 70, "\(times)") }

@@ -17,6 +17,19 @@ extension Bridge {
             engine: FlowEngine(config: config.flow, zone: zone), config: config, zone: zone, sinks: [],
             store: StateStore(path: folder.url.appendingPathComponent("state.json").path), log: Logger(threshold: .error))
     }
+
+    /// A meter on time: `payload` on `topic` at `start` plus `interval` seconds times each of
+    /// `steps`, the monotonic clock (from `monotonic`) advancing with the wall clock.
+    func receive(
+        _ payload: String, on topic: String, every interval: Double, steps: ClosedRange<Int>, from start: Date, monotonic: ContinuousClock.Instant
+    ) {
+        for step in steps {
+            let seconds = Double(step) * interval
+            receive(
+                MQTTMessage(topic: topic, payload: Array(payload.utf8)), at: start.addingTimeInterval(seconds),
+                monotonic: monotonic.advanced(by: .seconds(seconds)))
+        }
+    }
 }
 
 /// The daemon tells the engine when the wall clock stepped: it compares the wall clock's progress

@@ -50,12 +50,7 @@ import Testing
         let running = try Self.config(sources: "{solar: {topic: s}}", total: "integrate")
         let bridge = try Bridge.inUTC(running, savingIn: folder)
         let start = try #require(RFC3339.parse("2026-06-01T12:00:00Z"))
-        let monotonic = ContinuousClock.now
-        for minute in 0...60 {
-            bridge.receive(
-                MQTTMessage(topic: "s", payload: Array("2000".utf8)), at: start.addingTimeInterval(Double(minute) * 60),
-                monotonic: monotonic.advanced(by: .seconds(minute * 60)))
-        }
+        bridge.receive("2000", on: "s", every: 60, steps: 0...60, from: start, monotonic: ContinuousClock.now)
         func solarKWh() -> Double? { bridge.state.withLock { $0.engine.snapshot()["totals"]?["w/inputs[0]"]?["kwh"]?.numberValue } }
         #expect(abs((solarKWh() ?? 0) - 2) < 1e-9)
         let said = try bridge.replaceEngine(config: Self.config(sources: test.sources, total: test.total), at: start.addingTimeInterval(3630))

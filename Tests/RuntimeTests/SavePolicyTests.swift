@@ -121,53 +121,39 @@ import Testing
     /// latest reading; the day (its change is the Bridge test's midnight); nothing for an
     /// integrating total.
     @Test func anchorsAreTheDayAndTheCountersBaselines() throws {
-        let zone = try #require(SystemTimeZone(identifier: "UTC"))
-        let config = try DaemonConfig.parse("""
+        var probe = try AnchorProbe("""
             timezone: UTC
             sources: {grid: {topic: g}, meter: {topic: m, unit: kWh}, solar: {topic: s}}
             widgets: {w: {template: flow, flow: {inputs: [{rate: solar, total: integrate}], exchange: {rate: grid, total: {counter: meter}}}}}
-            """, file: "c.yaml")
-        var engine = FlowEngine(config: config.flow, zone: zone)
-        let noon = try #require(RFC3339.parse("2026-06-01T12:00:00Z"))
-        func read(_ topic: String, _ value: String, at seconds: Double) -> SavePolicy.Anchors {
-            _ = engine.receive(topic: topic, payload: Array(value.utf8), at: noon.addingTimeInterval(seconds))
-            return SavePolicy.Anchors(of: engine.snapshot())
-        }
-        let first = read("m", "100", at: 0)
+            """)
+        let first = probe.read("m", "100", at: 0)
         #expect(first.day == "2026-06-01")
         #expect(first.baselines.keys.sorted() == ["w/exchange"])  // the integrating input has none
         #expect(first.integratedKWh == ["w/inputs[0]": 0])
         // Every account: the import's counter, and the directions integrated from the rates.
         #expect(first.accountBaselines.keys.sorted() == ["w/exchange/import"])
         #expect(first.integratedAccountKWh.keys.sorted() == ["w/exchange/export", "w/inputs[0]/production"])
-        #expect(read("s", "3000", at: 5) == first)
-        #expect(read("m", "100.001", at: 10) == first)  // a rise: rebuilt from the next reading
-        #expect(read("m", "100.1", at: 600) == first)
-        #expect(read("m", "0.2", at: 605) != first)  // a meter reset: the energy so far is carried
+        #expect(probe.read("s", "3000", at: 5) == first)
+        #expect(probe.read("m", "100.001", at: 10) == first)  // a rise: rebuilt from the next reading
+        #expect(probe.read("m", "100.1", at: 600) == first)
+        #expect(probe.read("m", "0.2", at: 605) != first)  // a meter reset: the energy so far is carried
     }
 
     /// A schedule is an anchor: a new one (or one that changes a slot) makes a save due at once,
     /// the same schedule again does not (evcc republishes it unchanged).
     @Test func aNewScheduleIsAnAnchor() throws {
-        let zone = try #require(SystemTimeZone(identifier: "UTC"))
-        let config = try DaemonConfig.parse("""
+        var probe = try AnchorProbe("""
             timezone: UTC
             sources: {grid: {topic: g}, prices: {topic: p, unit: EUR/kWh, schedule: true}}
             widgets: {w: {template: flow, flow: {exchange: {rate: grid, total: import}}}}
             tariff: {import: {price: prices}}
-            """, file: "c.yaml")
-        var engine = FlowEngine(config: config.flow, zone: zone)
-        let noon = try #require(RFC3339.parse("2026-06-01T12:00:00Z"))
-        func read(_ topic: String, _ value: String, at seconds: Double) -> SavePolicy.Anchors {
-            _ = engine.receive(topic: topic, payload: Array(value.utf8), at: noon.addingTimeInterval(seconds))
-            return SavePolicy.Anchors(of: engine.snapshot())
-        }
-        let before = read("g", "100", at: 0)
+            """)
+        let before = probe.read("g", "100", at: 0)
         let schedule = "[[1780315200, 1780318800, 0.3], [1780318800, 1780322400, 0.4]]"
-        let first = read("p", schedule, at: 5)
+        let first = probe.read("p", schedule, at: 5)
         #expect(first.moved(from: before))
-        #expect(!read("p", schedule, at: 10).moved(from: first))
-        #expect(read("p", "[[1780318800, 1780322400, 0.5]]", at: 15).moved(from: first))
+        #expect(!probe.read("p", schedule, at: 10).moved(from: first))
+        #expect(probe.read("p", "[[1780318800, 1780322400, 0.5]]", at: 15).moved(from: first))
     }
 
     /// Through the Bridge and the state file, an hour from 23:30 with a reading every 5 s and a
@@ -208,5 +194,23 @@ import Testing
         // The first, 60 a minute apart, the reset and midnight start the minute again.
         #expect((60...64).contains(saves.count), "\(saves.count) saves: \(saves)")
         #expect(savedState(path)?["day"] == "2026-06-02")
+    }
+}
+
+/// An engine for a config in UTC from noon on 2026-06-01: `read` gives it one message `seconds`
+/// after noon and says the anchors of its snapshot then.
+struct AnchorProbe {
+    var engine: FlowEngine
+    let noon: Date
+
+    init(_ yaml: String) throws {
+        let config = try DaemonConfig.parse(yaml, file: "c.yaml")
+        engine = FlowEngine(config: config.flow, zone: try #require(SystemTimeZone(identifier: "UTC")))
+        noon = try #require(RFC3339.parse("2026-06-01T12:00:00Z"))
+    }
+
+    mutating func read(_ topic: String, _ value: String, at seconds: Double) -> SavePolicy.Anchors {
+        _ = engine.receive(topic: topic, payload: Array(value.utf8), at: noon.addingTimeInterval(seconds))
+        return SavePolicy.Anchors(of: engine.snapshot())
     }
 }
