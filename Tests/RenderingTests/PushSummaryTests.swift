@@ -108,4 +108,17 @@ import Testing
         #expect(PushSummary.line(widget: "bar", document: .progress(window), held: .none, at: Self.at, zone: FixedOffsetZone()) == "10:41:07 bar: 34% → 100% at 12:00")
         #expect(PushSummary.line(widget: "bar", document: .progress(window), held: .none, at: later, zone: Self.zone) == "13:41:07 bar: 84% → 100% at 14:00")
     }
+
+    /// The line's second is the one its push's `t` prints (`RFC3339.write`, to the millisecond),
+    /// also in a second's last half-millisecond, which `t` prints as the next second.
+    @Test(arguments: [(0.0, "12:41:07"), (0.4994, "12:41:07"), (0.9994, "12:41:07"), (0.9996, "12:41:08"), (0.99999, "12:41:08")])
+    func theLinesSecondIsTheOneTPrints(fraction: Double, second: String) {
+        let at = Self.at.addingTimeInterval(fraction)
+        var t: [UInt8] = []
+        RFC3339.write(at, utcOffsetSeconds: 7200, to: &t)
+        let printed = String(decoding: t, as: UTF8.self)
+        #expect(printed.hasPrefix("2026-06-21T\(second)"), "\(printed)")
+        let line = PushSummary.line(widget: "power", document: .flow(Self.specExample), held: .none, at: at, zone: Self.zone)
+        #expect(line.hasPrefix("\(second) power: "), "\(printed): \(line)")
+    }
 }

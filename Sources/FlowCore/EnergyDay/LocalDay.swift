@@ -76,8 +76,11 @@ extension LocalTimeZone {
 
 extension LocalTimeZone {
     /// The local wall-clock time at `instant` for people: `14:02`, or `2026-05-31 23:50` when it is
-    /// not on the local date of `today` (`withSeconds` adds `:07`).
-    public func clockText(at instant: Date, today: Date? = nil, withSeconds: Bool = false) -> String {
+    /// not on the local date of `today` (`withSeconds` adds `:07`). The instant is taken to the
+    /// millisecond, as `RFC3339.write` prints it: a push's line in words and its `t` name the same
+    /// second, also in a second's last half-millisecond (which `t` prints as the next second).
+    public func clockText(at exactInstant: Date, today: Date? = nil, withSeconds: Bool = false) -> String {
+        let instant = Date(timeIntervalSince1970: (exactInstant.timeIntervalSince1970 * 1000).rounded() / 1000)
         let local = Int(instant.timeIntervalSince1970.rounded(.down)) + utcOffsetSeconds(at: instant)
         let secondOfDay = ((local % 86_400) + 86_400) % 86_400
         func pad(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
