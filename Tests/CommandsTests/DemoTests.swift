@@ -104,7 +104,9 @@ struct DemoTests {
                 let words = PushSummary.line(widget: widget, document: document, held: HeldMark(nodes: held), at: at, zone: FixedOffsetZone())
                 return push.summary == words || (push.summary.hasPrefix(words + "; day so far: production ") && push.summary.hasSuffix(" kWh out"))
             }
-            #expect(matches, "push \(index): \(push.summary)")
+            #expect(
+                matches,
+                "push \(index): \(push.summary)\n  the document's words, nothing held: \(PushSummary.line(widget: widget, document: document, held: .none, at: at, zone: FixedOffsetZone()))\n  its patch: \(patch)")
             documents.append(shown)
         }
         return documents
