@@ -6,8 +6,13 @@ import FoundationEssentials
 /// A widget shows a document from its push until the next one, so a chart draws each node's rate
 /// as steps: flat until the next push, then straight to the new value. That is what the phone
 /// showed, not a guess between two readings. Only the rates are kept per push, inline (64 bytes a
-/// push: a day of a push a second is 5.5 MB, of a push every 10 s about half a megabyte); names,
-/// colors and the unit are the latest the widget had.
+/// push); names, colors and the unit are the latest the widget had.
+///
+/// The chart draws a pixel column (about two minutes of the day) as the mean of what the column
+/// showed, so a column keeps at most three pushes of the same places: its first, one holding the
+/// mean of the ones after it up to the latest, and the latest. A day then holds about 2,100
+/// pushes (134 kB) however often the widget is pushed, where a push a second kept all 86,400
+/// (5.5 MB by midnight, and a flood of readings as many as it pushed).
 public struct PowerHistory: Sendable {
     public let zone: any LocalTimeZone
 
@@ -26,19 +31,47 @@ public struct PowerHistory: Sendable {
         /// The rate of the place at `index` (`NodePlace.index`), nil where the document had none.
         subscript(index: Int) -> Double? { present & (1 << index) != 0 ? values[index] : nil }
 
+        /// A bit per place that has a rate (`NodePlace.index`).
+        var places: UInt8 { present }
+
         mutating func setRate(_ rate: Double, at index: Int) {
             values[index] = rate
             present |= 1 << index
         }
+
+        /// Takes in `next` (same places), shown from its `at` until `end`: each rate becomes the
+        /// mean of this push's, shown until `next.at`, and `next`'s, weighted by how long each
+        /// was shown. The line's area over the two, the energy it draws, stays what it was.
+        mutating func absorb(_ next: Push, shownUntil end: Date) {
+            let mine = next.at.timeIntervalSince(at)
+            let theirs = end.timeIntervalSince(next.at)
+            guard mine + theirs > 0 else { return }
+            for index in 0..<6 where present & (1 << index) != 0 {
+                values[index] = (values[index] * mine + next.values[index] * theirs) / (mine + theirs)
+            }
+        }
+    }
+
+    /// The pixel column of a day that a push falls in, with the places it has: pushes of one
+    /// column and the same places draw as their mean.
+    struct Column: Equatable {
+        var day: Date
+        var index: Int
+        var places: UInt8
     }
 
     private(set) var pushes: [Push] = []
+    /// The column of the last push, and where in `pushes` its run of pushes starts.
+    private var column: (key: Column, start: Int)?
+    /// Per local day (by its start), the lowest and the highest rate pushed: the value axis
+    /// covers them where a column's mean no longer holds them.
+    private(set) var extremes: [Date: ClosedRange<Double>] = [:]
     /// Per place: the node's latest name, and the first color it had while not held (a held node
     /// is sent gray, which would make every held line look alike).
     private(set) var names: [NodePlace: String] = [:]
     private(set) var colors: [NodePlace: WidgetColor] = [:]
     private(set) var unit: String?
-    /// The local day `dropDays(beforeDayOf:)` looked up last.
+    /// The local day `day(of:)` looked up last.
     private var keptDay: LocalDay?
 
     public init(zone: any LocalTimeZone) { self.zone = zone }
@@ -47,26 +80,49 @@ public struct PowerHistory: Sendable {
     /// it. Pushes come in time order.
     public mutating func record(_ flow: FlowContent, held: Set<NodePlace>, at: Date) {
         var push = Push(at: at)
+        var lowest = Double.infinity
+        var highest = -Double.infinity
         flow.forEachNode { place, node in
             guard let rate = node.rate, rate.isFinite else { return }
             push.setRate(rate, at: place.index)
+            lowest = min(lowest, rate)
+            highest = max(highest, rate)
             names[place] = node.name ?? FlowPicture.defaultName(of: place, inputCount: flow.inputs?.count ?? 0)
             if colors[place] == nil, !held.contains(place), let color = WidgetColor(node.color) { colors[place] = color }
         }
         unit = flow.unit
+        let day = day(of: at)
+        if lowest <= highest {
+            extremes[day.start] = extremes[day.start].map { min($0.lowerBound, lowest)...max($0.upperBound, highest) } ?? lowest...highest
+        }
+        let key = Column(day: day.start, index: Int(DayChart.xPosition(at, in: day).rounded(.down)), places: push.places)
+        if let column, column.key == key, pushes.count - column.start == 3 {
+            // The column's first push stays, the middle one takes in the latest, the new one is the latest.
+            pushes[pushes.count - 2].absorb(pushes[pushes.count - 1], shownUntil: at)
+            pushes[pushes.count - 1] = push
+            return
+        }
+        if column?.key != key { column = (key, pushes.count) }
         pushes.append(push)
     }
 
     /// Lets go of the pushes before the local day of `instant` but the last of them (what was
-    /// shown at its start): a daemon keeps only today's. The day is looked up only when `instant`
-    /// leaves the one looked up last: finding a day's bounds asks the zone's rules some 36 times,
-    /// which at every push cost more than the rest of it.
+    /// shown at its start): a daemon keeps only today's.
     public mutating func dropDays(beforeDayOf instant: Date) {
-        let day = keptDay.flatMap { $0.contains(instant) ? $0 : nil } ?? zone.day(containing: instant)
-        keptDay = day
-        let start = day.start
+        let start = day(of: instant).start
+        for past in extremes.keys where past < start { extremes[past] = nil }
         guard let first = pushes.firstIndex(where: { $0.at >= start }) ?? (pushes.isEmpty ? nil : pushes.count), first > 1 else { return }
         pushes.removeFirst(first - 1)
+        column = column.flatMap { $0.start >= first - 1 ? ($0.key, $0.start - (first - 1)) : nil }
+    }
+
+    /// The local day of `instant`, looked up only when `instant` leaves the one looked up last:
+    /// finding a day's bounds asks the zone's rules some 36 times, which at every push cost more
+    /// than the rest of it.
+    private mutating func day(of instant: Date) -> LocalDay {
+        let day = keptDay.flatMap { $0.contains(instant) ? $0 : nil } ?? zone.day(containing: instant)
+        keptDay = day
+        return day
     }
 
     /// One chart per local day that holds a push, in order. A day starts with what the widget
@@ -221,7 +277,8 @@ public struct DayChart: Sendable {
             ordered[position].color = color
         }
         series = ordered
-        axis = Axis(covering: ordered.flatMap { $0.samples.map(\.value) })
+        let pushed = history.extremes[day.start].map { [$0.lowerBound / divisor, $0.upperBound / divisor] } ?? []
+        axis = Axis(covering: ordered.flatMap { $0.samples.map(\.value) } + pushed)
     }
 
     // MARK: - Drawing
@@ -274,9 +331,11 @@ public struct DayChart: Sendable {
         return places
     }
 
-    func xPosition(_ at: Date) -> Double {
+    func xPosition(_ at: Date) -> Double { Self.xPosition(at, in: day) }
+
+    static func xPosition(_ at: Date, in day: LocalDay) -> Double {
         let share = at.timeIntervalSince(day.start) / day.end.timeIntervalSince(day.start)
-        return Self.plotLeft + (Self.plotRight - Self.plotLeft) * min(1, max(0, share))
+        return plotLeft + (plotRight - plotLeft) * min(1, max(0, share))
     }
 
     func yPosition(_ value: Double) -> Double {

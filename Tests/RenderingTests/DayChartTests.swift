@@ -1,6 +1,6 @@
 import FlowCore
 import Foundation
-import Rendering
+@testable import Rendering
 import Testing
 
 /// Central European time with its DST switches of 2026 (29 March, 25 October): enough zone rules
@@ -205,6 +205,85 @@ struct CentralEurope2026: LocalTimeZone {
         }
         let steps = chart.series[0].samples.map { (x: 70 + 700 * $0.at.timeIntervalSince(start) / 86_400, y: 362 - 270 * ($0.value - chart.axis.lower) / (chart.axis.upper - chart.axis.lower)) }
         #expect(abs(area(points) - area(steps)) / area(steps) < 0.01)
+    }
+}
+
+/// A day of pushes far more often than the chart has pixel columns, as a flood of readings or a
+/// push a second makes them.
+struct BusyDay: Sendable, CustomTestStringConvertible {
+    var testDescription: String
+    /// Local midnight, and the day's length.
+    var start: String
+    var hours: Double
+    /// The time of push `step`, in seconds after midnight.
+    var time: @Sendable (Int) -> Double
+    var flow: @Sendable (Int) -> FlowContent
+
+    static let cases: [BusyDay] = [
+        BusyDay(testDescription: "a push every 2 s", start: "2026-06-01T00:00:00+02:00", hours: 24, time: { Double($0) * 2 }) { step in
+            FlowContent(unit: "W", output: FlowNode(name: "Home", rate: Double((step * 37) % 1000)))
+        },
+        BusyDay(
+            testDescription: "a spike, and the grid cleared for ten minutes", start: "2026-06-01T00:00:00+02:00", hours: 24,
+            time: { Double($0) * 3 }
+        ) { step in
+            let home = step == 9_001 ? 9_000 : 300 + Double(step % 50) * 10
+            return FlowContent(
+                unit: "W", output: FlowNode(name: "Home", rate: home),
+                exchange: (12_000..<12_200).contains(step) ? nil : FlowNode(name: "Grid", rate: home - Double(step % 700)))
+        },
+        BusyDay(
+            testDescription: "October's 25-hour day in bursts: five pushes a millisecond apart every 10 s",
+            start: "2026-10-25T00:00:00+02:00", hours: 25, time: { Double($0 / 5) * 10 + Double($0 % 5) / 1000 }
+        ) { step in
+            FlowContent(
+                unit: "W", inputs: [FlowNode(name: "Solar", rate: Double(step % 3_000))], output: FlowNode(name: "Home", rate: 500),
+                storage: FlowNode(name: "Battery", rate: Double(step % 5) * 400 - 800))
+        },
+    ]
+}
+
+extension DayChartTests {
+    /// A column keeps three pushes at most, and the day draws as it would from every push: the
+    /// same value axis, the same lines within a hundredth of a pixel (the SVG's precision).
+    @Test(arguments: BusyDay.cases)
+    func aBusyDayKeepsThreePushesAColumnAndDrawsAsEveryPushWould(day: BusyDay) throws {
+        let midnight = try #require(RFC3339.parse(day.start))
+        let end = midnight.addingTimeInterval(day.hours * 3600)
+        var history = PowerHistory(zone: CentralEurope2026())
+        var every: [PowerHistory.Push] = []
+        var step = 0
+        while midnight.addingTimeInterval(day.time(step)) < end {
+            let at = midnight.addingTimeInterval(day.time(step))
+            let flow = day.flow(step)
+            history.record(flow, held: [], at: at)
+            history.dropDays(beforeDayOf: at)
+            var push = PowerHistory.Push(at: at)
+            flow.forEachNode { place, node in push.setRate(node.rate!, at: place.index) }
+            every.append(push)
+            step += 1
+        }
+        // Three a column, and three more for each time the places pushed changed.
+        #expect(history.pushes.count <= 3 * 701 + 3 * 2)
+        #expect(every.count > 10 * history.pushes.count)
+
+        let kept = try #require(history.charts(title: "Power", through: end).first)
+        #expect(kept.day.start == midnight && kept.day.end == end)
+        let fromEvery = DayChart(title: "Power", day: kept.day, history: history, events: every, until: end)
+        let everyValue = every.flatMap { push in (0..<6).compactMap { push[$0] } }.map { $0 / 1000 }
+        #expect(kept.axis == DayChart.Axis(covering: everyValue))
+        #expect(fromEvery.axis == kept.axis)
+        func lines(_ chart: DayChart) throws -> [[(x: Double, y: Double)]] {
+            try SVGTree.parse(chart.svg()).all("g", class: "series").flatMap { $0.all("polyline").map { $0.points() } }
+        }
+        let drawn = try lines(kept)
+        let expected = try lines(fromEvery)
+        #expect(drawn.count == expected.count && drawn.count == kept.series.count + (day.testDescription.contains("cleared") ? 1 : 0))
+        for (line, wanted) in zip(drawn, expected) {
+            #expect(line.count == wanted.count)
+            let apart = zip(line, wanted).map { max(abs($0.x - $1.x), abs($0.y - $1.y)) }.max() ?? 0
+            #expect(apart <= 0.0101)
+        }
     }
 }
 
