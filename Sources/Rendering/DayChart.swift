@@ -63,9 +63,9 @@ public struct PowerHistory: Sendable {
     private(set) var pushes: [Push] = []
     /// The column of the last push, and where in `pushes` its run of pushes starts.
     private var column: (key: Column, start: Int)?
-    /// Per local day (by its start), the lowest and the highest rate pushed: the value axis
-    /// covers them where a column's mean no longer holds them.
-    private(set) var extremes: [Date: ClosedRange<Double>] = [:]
+    /// Per local day (by its start, in order), the lowest and the highest rate pushed: the value
+    /// axis covers them where a column's mean no longer holds them.
+    private(set) var extremes: [(day: Date, rates: ClosedRange<Double>)] = []
     /// Per place: the node's latest name, and the first color it had while not held (a held node
     /// is sent gray, which would make every held line look alike).
     private(set) var names: [NodePlace: String] = [:]
@@ -93,7 +93,12 @@ public struct PowerHistory: Sendable {
         unit = flow.unit
         let day = day(of: at)
         if lowest <= highest {
-            extremes[day.start] = extremes[day.start].map { min($0.lowerBound, lowest)...max($0.upperBound, highest) } ?? lowest...highest
+            if let last = extremes.indices.last, extremes[last].day == day.start {
+                let rates = extremes[last].rates
+                extremes[last].rates = min(rates.lowerBound, lowest)...max(rates.upperBound, highest)
+            } else {
+                extremes.append((day.start, lowest...highest))
+            }
         }
         let key = Column(day: day.start, index: Int(DayChart.xPosition(at, in: day).rounded(.down)), places: push.places)
         if let column, column.key == key, pushes.count - column.start == 3 {
@@ -110,7 +115,7 @@ public struct PowerHistory: Sendable {
     /// shown at its start): a daemon keeps only today's.
     public mutating func dropDays(beforeDayOf instant: Date) {
         let start = day(of: instant).start
-        for past in extremes.keys where past < start { extremes[past] = nil }
+        if let first = extremes.first, first.day < start { extremes.removeAll { $0.day < start } }
         guard let first = pushes.firstIndex(where: { $0.at >= start }) ?? (pushes.isEmpty ? nil : pushes.count), first > 1 else { return }
         pushes.removeFirst(first - 1)
         column = column.flatMap { $0.start >= first - 1 ? ($0.key, $0.start - (first - 1)) : nil }
@@ -277,7 +282,7 @@ public struct DayChart: Sendable {
             ordered[position].color = color
         }
         series = ordered
-        let pushed = history.extremes[day.start].map { [$0.lowerBound / divisor, $0.upperBound / divisor] } ?? []
+        let pushed = history.extremes.first { $0.day == day.start }.map { [$0.rates.lowerBound / divisor, $0.rates.upperBound / divisor] } ?? []
         axis = Axis(covering: ordered.flatMap { $0.samples.map(\.value) } + pushed)
     }
 
