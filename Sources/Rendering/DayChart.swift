@@ -41,10 +41,11 @@ public struct PowerHistory: Sendable {
 
         /// Takes in `next` (same places), shown from its `at` until `end`: each rate becomes the
         /// mean of this push's, shown until `next.at`, and `next`'s, weighted by how long each
-        /// was shown. The line's area over the two, the energy it draws, stays what it was.
+        /// was shown. The line's area over the two, the energy it draws, stays what it was. (A
+        /// time that went back, a wall clock stepped back, weighs nothing rather than less.)
         mutating func absorb(_ next: Push, shownUntil end: Date) {
-            let mine = next.at.timeIntervalSince(at)
-            let theirs = end.timeIntervalSince(next.at)
+            let mine = max(0, next.at.timeIntervalSince(at))
+            let theirs = max(0, end.timeIntervalSince(next.at))
             guard mine + theirs > 0 else { return }
             for index in 0..<6 where present & (1 << index) != 0 {
                 values[index] = (values[index] * mine + next.values[index] * theirs) / (mine + theirs)

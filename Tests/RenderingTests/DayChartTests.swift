@@ -287,6 +287,21 @@ extension DayChartTests {
     }
 }
 
+extension DayChartTests {
+    /// A wall clock stepped back inside a column: the time that went back weighs nothing, so no
+    /// mean leaves the rates that were pushed (weighed as negative time, the mean below was 660 W).
+    @Test func aTimeThatWentBackWeighsNothing() throws {
+        var history = PowerHistory(zone: CentralEurope2026())
+        let noon = try #require(RFC3339.parse("2026-06-01T12:00:00+02:00"))
+        for (seconds, rate) in [(0.0, 100.0), (10, 100), (2, 500), (30, 100)] {
+            history.record(FlowContent(unit: "W", output: FlowNode(name: "Home", rate: rate)), held: [], at: noon.addingTimeInterval(seconds))
+        }
+        let kept = history.pushes.compactMap { $0[NodePlace.output.index] }
+        #expect(kept.count == 3)
+        #expect(kept.allSatisfy { (100...500).contains($0) })
+    }
+}
+
 extension FlowContent {
     func node(named name: String) -> FlowNode? {
         ((inputs ?? []) + [output, storage, exchange].compactMap { $0 }).first { $0.name == name }
