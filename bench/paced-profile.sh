@@ -15,6 +15,7 @@ binary=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 policy=${2:-default} rate=${3:-100} count=${4:-3000}
 work=$(mktemp -d /tmp/flowbridge-profile-XXXXXX)
 pids=()
+# shellcheck disable=SC2154 # pid: the loop's, in the trap's own text
 trap 'for pid in "${pids[@]}"; do kill $pid 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"' EXIT
 gcc -O2 -D_POSIX_C_SOURCE=200809L -o "$work/meterpub" "$here/meterpub.c" -lmosquitto -lm
 # shellcheck source=bench/common.sh
@@ -24,9 +25,9 @@ pids+=("$broker_pid")
 bench_config "$broker_port" "$work/state.json" "$(free_port)" > "$work/config.yaml"
 [ "$policy" = pushed ] || sed -i '/^    policy:/d' "$work/config.yaml"
 "$binary" run --config "$work/config.yaml" --dry-run --log-level warning > "$work/out" 2> "$work/err" & flowbridge=$!
-pids+=($flowbridge)
+pids+=("$flowbridge")
 mosquitto_sub -p "$broker_port" -q 1 -t 'bench/meter/#' > "$work/floor" & floor=$!
-pids+=($floor)
+pids+=("$floor")
 wait_subscribed "$work" 2
 
 # threads PID: "TID NAME NS SWITCHES" per thread (the name without its spaces).
