@@ -32,13 +32,13 @@ wait_subscribed() {
 # the threads that ended are counted too).
 cpu_seconds() { awk -v t="$(getconf CLK_TCK)" '{ print ($14 + $15) / t }' "/proc/$1/stat"; }
 
-# threads_now PID: a line per thread of the process, "TID NS SWITCHES": its nanoseconds on a
-# processor (/proc/PID/task/TID/schedstat: finer than ticks) and its context switches, voluntary
-# and not (its status).
+# threads_now PID: a line per thread of the process, "TID NS SWITCHES NAME": its nanoseconds on a
+# processor (/proc/PID/task/TID/schedstat: finer than ticks), its context switches, voluntary
+# and not (its status), and its name without spaces (its comm).
 threads_now() {
   for task in /proc/"$1"/task/*; do
     ns=$(cut -d' ' -f1 "$task/schedstat" 2>/dev/null) || continue  # ended meanwhile
-    echo "${task##*/} $ns $(awk '/_ctxt_switches:/ { n += $2 } END { print n + 0 }' "$task/status" 2>/dev/null)"
+    echo "${task##*/} $ns $(awk '/_ctxt_switches:/ { n += $2 } END { print n + 0 }' "$task/status" 2>/dev/null) $(tr -d ' ' < "$task/comm" 2>/dev/null)"
   done
 }
 

@@ -30,27 +30,21 @@ mosquitto_sub -p "$broker_port" -q 1 -t 'bench/meter/#' > "$work/floor" & floor=
 pids+=("$floor")
 wait_subscribed "$work" 2
 
-# threads PID: "TID NAME NS SWITCHES" per thread (the name without its spaces).
-threads() {
-  for task in /proc/"$1"/task/*; do
-    echo "${task##*/} $(tr -d ' ' < "$task/comm") $(cut -d' ' -f1 "$task/schedstat") $(awk '/_ctxt_switches:/ { n += $2 } END { print n + 0 }' "$task/status")"
-  done 2>/dev/null
-}
-# stat PID: minor faults, user and system ticks.
-stat() { cut -d' ' -f10,14,15 "/proc/$1/stat"; }
+# faults_and_ticks PID: minor faults, user and system ticks (/proc/PID/stat).
+faults_and_ticks() { cut -d' ' -f10,14,15 "/proc/$1/stat"; }
 if [ -n "${PROFILE:-}" ]; then
   mkdir -p "$PROFILE"
   perf record -q -e cpu-clock -F 20000 -o "$PROFILE/flowbridge.data" -p $flowbridge 2> /dev/null & recorders=($!)
   perf record -q -e cpu-clock -F 20000 -o "$PROFILE/floor.data" -p $floor 2> /dev/null & recorders+=($!)
   sleep 0.5  # perf attaches
 fi
-threads $flowbridge > "$work/threads-before"
-before_flowbridge=$(stat $flowbridge) before_floor=$(stat $floor)
+threads_now $flowbridge > "$work/threads-before"
+before_flowbridge=$(faults_and_ticks $flowbridge) before_floor=$(faults_and_ticks $floor)
 "$work/meterpub" -r "$rate" "$broker_port" "$count" bench/meter > /dev/null
 until grep -q 424242 "$work/floor"; do sleep 0.05; done
 sleep 0.2  # flowbridge takes the sentinel too (nothing waits for it under the default policy)
-after_flowbridge=$(stat $flowbridge) after_floor=$(stat $floor)
-threads $flowbridge > "$work/threads-after"
+after_flowbridge=$(faults_and_ticks $flowbridge) after_floor=$(faults_and_ticks $floor)
+threads_now $flowbridge > "$work/threads-after"
 [ -z "${PROFILE:-}" ] || { kill -INT "${recorders[@]}"; wait "${recorders[@]}" 2> /dev/null || true; }
 
 ticks=$(getconf CLK_TCK)
@@ -62,7 +56,7 @@ per_reading floor "$before_floor" "$after_floor"
 per_reading flowbridge "$before_flowbridge" "$after_flowbridge"
 echo "flowbridge's threads, a reading:"
 join "$work/threads-before" "$work/threads-after" \
-  | awk -v n="$count" '{ printf "  %-20s %7.1f µs  %5.3f switches\n", $2, ($6 - $3) / n / 1000, ($7 - $4) / n }'
+  | awk -v n="$count" '{ printf "  %-20s %7.1f µs  %5.3f switches\n", $4, ($5 - $2) / n / 1000, ($6 - $3) / n }'
 if [ -n "${PROFILE:-}" ]; then
   echo "flowbridge's samples by where the code lives (perf report -i $PROFILE/flowbridge.data):"
   perf report -i "$PROFILE/flowbridge.data" --stdio --no-children --sort dso,sym 2> /dev/null | awk -v binary="$(basename "$binary")" '
