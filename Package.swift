@@ -45,7 +45,7 @@ let package = Package(
         // The config language: YAML, the reader that names key and line, one loader per section.
         .target(name: "Configuration", dependencies: ["FlowCore", "CYAML", "Platform", "Persistence", "Mosquitto", "Delivery", "Window"]),
         // The daemon's parts as services with one start and one stop order.
-        .target(name: "Runtime", dependencies: ["FlowCore", "DayBook", "Platform", "Persistence", "Configuration", "Mosquitto", "Delivery", "Rendering", "Window"]),
+        .target(name: "Runtime", dependencies: ["FlowCore", "DayBook", "Platform", "Persistence", "Configuration", "Mosquitto", "Delivery", "Rendering", "Threads", "Window"]),
         // One type per command, each with its own options.
         .target(name: "Commands", dependencies: ["FlowCore", "DayBook", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery", "Window"]),
         .executableTarget(name: "flowbridge", dependencies: ["Commands", "Platform"]),

@@ -15,6 +15,7 @@ import Synchronization
 final class BookWriter: Service, Sendable {
     let name = "day book"
     let path: String
+    let clock: Heartbeat
     let bridge: Bridge
     let log: Logger
     /// How long a failing book rests before the next try.
@@ -31,20 +32,24 @@ final class BookWriter: Service, Sendable {
 
     private let writer = Mutex(Writer())
 
-    init(path: String, bridge: Bridge, retrySeconds: Double = 10, log: Logger) {
+    init(path: String, clock: Heartbeat, bridge: Bridge, retrySeconds: Double = 10, log: Logger) {
         self.path = path
+        self.clock = clock
         self.bridge = bridge
         self.retrySeconds = retrySeconds
         self.log = log
     }
 
+    /// The clock's beat looks whether anything waits (a closed slot or day, a failed write) and
+    /// only then wakes the writer's task, which writes outside the clock's thread: a book that
+    /// waits for SQLite's lock or the disk never holds up the engine's tick.
     func run() async throws {
-        try await cancelOnGracefulShutdown { [self] in
-            while !Task.isCancelled {
-                writeWaiting(at: bridge.time.now(), force: false)
-                try await Task.sleep(for: .seconds(1))
-            }
-        }
+        let (rings, bell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        try await clock.beating({ [bridge] in
+            if !bridge.bookWaiting().isEmpty { bell.yield() }
+        }, while: { [self] in
+            for await _ in rings { writeWaiting(at: bridge.time.now(), force: false) }
+        })
         // At the stop: what closed last goes in now, unless the book is failing (then it waits in
         // the state, which is written after this).
         writeWaiting(at: bridge.time.now(), force: false)

@@ -120,6 +120,8 @@ package struct Daemon {
         log.log(.info, "flowbridge \(Flowbridge.version) started: \(config.flow.sources.count) sources, broker \(address), day in \(zone.identifier), state \(store.path), day book \(context.bookPath(configured: config.bookFile, statePath: store.path))")
         // Started from the top, stopped from the bottom:
         // - the signals first, so that a second signal is heard until the very end;
+        // - the clock: one thread whose beat each second is the engine's clock's, the day book's and
+        //   the window's, each from its part's start to its stop;
         // - the systemd status: ready (configured, the state loaded) before the connection's
         //   events update it, whether or not the broker answers;
         // - the connection: connects and subscribes; stopped last, with `offline` as its final message;
@@ -127,7 +129,7 @@ package struct Daemon {
         //   still waits for the day book;
         // - the day book: writes closed slots and days as they come; at the stop, the last ones;
         // - each sink: delivers what it still holds within 300 ms, in the order they were made;
-        // - the engine's clock: a tick a second; at the stop a last one, whose pushes the sinks take;
+        // - the engine's clock: a tick on each beat; at the stop a last one, whose pushes the sinks take;
         // - the intake: stopped first, so that no message is taken while the others stop;
         // - the window, when asked for: started once everything it shows runs, stopped before it.
         let sinkServices = sinks.reversed().map { sink in
@@ -136,10 +138,12 @@ package struct Daemon {
             })
         }
         let bookPath = context.bookPath(configured: config.bookFile, statePath: store.path)
-        let bookServices: [any Service] = dryRun ? [] : [BookWriter(path: bookPath, bridge: bridge, log: log)]
+        let clock = Heartbeat()
+        let bookServices: [any Service] = dryRun ? [] : [BookWriter(path: bookPath, clock: clock, bridge: bridge, log: log)]
         return [
             SignalHandling(
                 signals: signals, reload: reload.reload, stop: group.stop, status: status, statePath: dryRun ? nil : store.path, log: log),
+            clock,
             StartStopService(name: "systemd status", start: status.ready),
             connection,
             StartStopService(name: "state", stop: {
@@ -150,13 +154,13 @@ package struct Daemon {
                 }
             }),
         ] + bookServices + sinkServices + [
-            EngineClock(bridge: bridge, status: status, messages: connection.messages),
+            EngineClock(clock: clock, bridge: bridge, status: status, messages: connection.messages),
             StartStopService(name: "message intake", stop: connection.stopTakingMessages),
         ] + (config.window.map { settings in
             // The page's days and months: the first flow widget's, from the book.
             let periods = config.flow.widgets.first.map { BookPeriods(path: bookPath, widget: $0.name) }
             let window = Window(settings: settings, periods: periods, log: log) { [status] in bridge.windowSnapshot(at: bridge.time.now(), status: status.status) }
-            return [WindowService(window: window, log: log)]
+            return [WindowService(clock: clock, window: window, log: log)]
         } ?? [])
     }
 

@@ -92,6 +92,7 @@ extension Refusal {
 /// The window as a part of the daemon: listens from its start to its stop.
 struct WindowService: Service {
     let name = "window"
+    let clock: Heartbeat
     let window: Window
     let log: Logger
 
@@ -105,13 +106,8 @@ struct WindowService: Service {
         let url = ListenAddress(host: window.settings.listen.host, port: listener.port)
         log.log(.info, "window at http://\(Self.reachable(url))/ (\(window.settings.whoMayLook))")
         defer { listener.stop() }
-        // Slow clients: each second, the connections whose request is overdue are cut.
-        try await cancelOnGracefulShutdown {
-            while !Task.isCancelled {
-                listener.cutOverdue()
-                try await Task.sleep(for: .seconds(1))
-            }
-        }
+        // Slow clients: on each beat, the connections whose request is overdue are cut.
+        try await clock.beating { listener.cutOverdue() }
     }
 
     /// The address to open: a wildcard address (0.0.0.0, ::) is reached through loopback.
