@@ -1,6 +1,7 @@
 import Dispatch
 import FlowCore
 import Synchronization
+import Threads
 
 /// The broker connection the MQTT sink publishes through: the daemon's own (`MQTTClient`), the
 /// one it subscribes with and whose last will is its status.
@@ -67,11 +68,11 @@ public final class MQTTSink: Sink {
     public init(
         settings: MQTTOutputSettings, flow: FlowConfig, software: String, connection: any MQTTPublishing, capacity: Int = 256,
         log: @escaping @Sendable (Diagnostic) -> Void
-    ) {
+    ) throws(NamedThread.StartError) {
         self.settings = settings
         let core = Core(publication: MQTTPublication(settings: settings, flow: flow, software: software), connection: connection, log: log)
         self.core = core
-        outbox = Outbox(
+        outbox = try Outbox(
             label: "mqtt", capacity: capacity,
             deliver: { pushes in core.run { publication in pushes.flatMap { publication.push($0) } } },
             onCoalesce: {

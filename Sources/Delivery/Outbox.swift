@@ -2,68 +2,98 @@ import Dispatch
 import FlowCore
 import FoundationEssentials
 import Synchronization
+import Threads
 
 /// The bounded queue between the engine and one sink's delivery thread.
 ///
-/// The engine's side (`offer`) only appends under a short lock, never waits. A serial dispatch
-/// queue of the sink's own drains it and calls `deliver` with every push taken, in order, each with
-/// the patch from what the sink took before: the engine's patch while the sink keeps up, a diff of
-/// its own after it fell behind. When `capacity` pushes wait, a widget's waiting pushes collapse
-/// into its latest one (coalescing), so memory stays bounded however long the sink is stuck, and
-/// the first push after the jam carries the current truth. The first coalescing is reported once
-/// through `onCoalesce`.
+/// The engine's side (`offer`) only appends under a short lock, never waits. A thread of the sink's
+/// own (named for it: `sink stdout`) drains it and calls `deliver` with every push taken, in order,
+/// each with the patch from what the sink took before: the engine's patch while the sink keeps up,
+/// a diff of its own after it fell behind. When `capacity` pushes wait, a widget's waiting pushes
+/// collapse into its latest one (coalescing), so memory stays bounded however long the sink is
+/// stuck, and the first push after the jam carries the current truth. The first coalescing is
+/// reported once through `onCoalesce`.
 ///
 /// A push that comes after a quiet spell is delivered at once; one that comes within `holdOff` of
 /// the last delivery waits for the end of that window, with every push that arrives meanwhile. So
 /// a flood of readings costs one wake-up of the delivery thread and one `deliver` per window
 /// instead of one per push (a thread wake-up is worth more CPU than making the push itself).
+/// The thread sleeps while nothing waits: an offer wakes it only when it sleeps, and the hold-off
+/// is its own timed wait, so a push costs at most one wake-up and a quiet sink none.
+///
+/// The thread lives as long as the outbox: `stop`, or the outbox let go, ends it once what waits
+/// was delivered.
 public final class Outbox: Sendable {
     /// The least time between two deliveries: what a push may wait for its batch.
-    public static let holdOff = DispatchTimeInterval.milliseconds(5)
+    public static let holdOff = Duration.milliseconds(5)
 
-    public let capacity: Int
-    private let deliver: @Sendable ([OutgoingPush]) -> Void
-    private let onCoalesce: @Sendable () -> Void
-    private let queue: DispatchQueue
-
-    private struct Waiting {
-        var pushes: [WidgetPush] = []
-        /// A drain is scheduled or running.
-        var draining = false
-        /// When the last drain ended: the next one waits until `holdOff` after it.
-        var drained: DispatchTime?
-        var stopped = false
-        var coalesced = false
-    }
-
-    /// What the sink last took, per widget: the base of the next patch. Touched only by the drain.
-    private struct Taken {
-        var sequence: UInt64
-        var document: WidgetContent
-    }
-
-    private let waiting = Mutex(Waiting())
-    private let taken = Mutex<[String: Taken]>([:])
+    public var capacity: Int { drain.capacity }
+    private let drain: Drain
 
     /// - Parameters:
-    ///   - label: names the delivery thread.
+    ///   - label: names the delivery thread (`sink LABEL`).
     ///   - capacity: pushes that may wait before they coalesce (at least 1).
     ///   - deliver: runs on the outbox's own thread; it may block (a write, a request).
     ///   - onCoalesce: called once, the first time pushes are coalesced.
     public init(
         label: String, capacity: Int, deliver: @escaping @Sendable ([OutgoingPush]) -> Void,
         onCoalesce: @escaping @Sendable () -> Void
-    ) {
-        self.capacity = max(1, capacity)
-        self.deliver = deliver
-        self.onCoalesce = onCoalesce
-        queue = DispatchQueue(label: "flowbridge.sink.\(label)")
+    ) throws(NamedThread.StartError) {
+        drain = Drain(capacity: max(1, capacity), deliver: deliver, onCoalesce: onCoalesce)
+        try NamedThread.start("sink \(label)", detached: true) { [drain] in drain.run() }
     }
 
+    deinit { drain.close() }
+
     /// Queues a push; never blocks.
-    public func offer(_ push: WidgetPush) {
-        let (schedule, drained, firstCoalescing) = waiting.withLock { state -> (Bool, DispatchTime?, Bool) in
-            if state.stopped { return (false, nil, false) }
+    public func offer(_ push: WidgetPush) { drain.offer(push) }
+
+    /// Lets the queue empty, up to `timeout`, then takes nothing more. True when all was delivered.
+    @discardableResult
+    public func stop(timeout: Duration) -> Bool { drain.stop(timeout: timeout) }
+}
+
+/// The outbox's queue and its thread's loop; the thread holds it, the outbox closes it.
+private final class Drain: Sendable {
+    let capacity: Int
+    private let deliver: @Sendable ([OutgoingPush]) -> Void
+    private let onCoalesce: @Sendable () -> Void
+
+    private struct Waiting {
+        var pushes: [WidgetPush] = []
+        /// The thread waits for a push: the next offer wakes it.
+        var asleep = false
+        /// Asked to end: what waits goes at once, then the thread ends.
+        var closing = false
+        /// Takes nothing more.
+        var stopped = false
+        var coalesced = false
+    }
+
+    private let waiting = Mutex(Waiting())
+    /// Wakes the thread: a push for a sleeping thread, or the stop.
+    private let wake = DispatchSemaphore(value: 0)
+    /// Signalled once the thread has ended.
+    private let ended = DispatchSemaphore(value: 0)
+
+    /// What the sink last took, per widget: the base of the next patch.
+    private struct Taken {
+        var sequence: UInt64
+        var document: WidgetContent
+    }
+
+    /// `Outbox.holdOff`, as the thread's timed wait takes it.
+    private static let holdOffNanoseconds = DispatchTimeInterval.nanoseconds(Int(Outbox.holdOff / .nanoseconds(1)))
+
+    init(capacity: Int, deliver: @escaping @Sendable ([OutgoingPush]) -> Void, onCoalesce: @escaping @Sendable () -> Void) {
+        self.capacity = capacity
+        self.deliver = deliver
+        self.onCoalesce = onCoalesce
+    }
+
+    func offer(_ push: WidgetPush) {
+        let (wakeUp, firstCoalescing) = waiting.withLock { state -> (Bool, Bool) in
+            if state.stopped { return (false, false) }
             var coalescing = false
             if state.pushes.count >= capacity {
                 // The widget's waiting pushes give way to its latest; other widgets' never do, so
@@ -75,64 +105,68 @@ public final class Outbox: Sendable {
             state.pushes.append(push)
             let first = coalescing && !state.coalesced
             if coalescing { state.coalesced = true }
-            defer { state.draining = true }
-            return (!state.draining, state.drained, first)
+            defer { state.asleep = false }
+            return (state.asleep, first)
         }
         if firstCoalescing { onCoalesce() }
-        if schedule { scheduleDrain(after: drained) }
+        if wakeUp { wake.signal() }
     }
 
-    /// Drains at once, or at the end of the hold-off after a drain that ended at `drained`.
-    private func scheduleDrain(after drained: DispatchTime?) {
-        if let drained, case let due = drained + Self.holdOff, due > .now() {
-            queue.asyncAfter(deadline: due) { self.drain() }
-        } else {
-            queue.async { self.drain() }
+    /// Asks the thread to deliver what waits and end, without waiting for it.
+    func close() {
+        let wakeUp = waiting.withLock { state in
+            state.closing = true
+            defer { state.asleep = false }
+            return state.asleep
         }
+        if wakeUp { wake.signal() }
     }
 
-    /// Lets the queue empty, up to `timeout`, then takes nothing more. True when all was delivered.
-    @discardableResult
-    public func stop(timeout: Duration) -> Bool {
-        let done = DispatchSemaphore(value: 0)
-        queue.async {
-            // Whatever waits for the end of a hold-off goes now.
-            while self.deliverWaiting() {}
-            self.waiting.withLock { $0.stopped = true }
-            done.signal()
-        }
+    func stop(timeout: Duration) -> Bool {
+        // Also ends a hold-off: whatever waits for its end goes now.
+        waiting.withLock { $0.closing = true; $0.asleep = false }
+        wake.signal()
         let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-        let finished = done.wait(timeout: .now() + .nanoseconds(Int(max(0, nanoseconds)))) == .success
-        if !finished { waiting.withLock { $0.stopped = true } }
-        return finished
-    }
-
-    /// Delivers what waits; then, if more came meanwhile, drains again once the hold-off is over.
-    private func drain() {
-        guard deliverWaiting() else { return }
-        let drained = DispatchTime.now()
-        let more = waiting.withLock { state in
-            state.drained = drained
-            if state.pushes.isEmpty { state.draining = false }
-            return state.draining
+        guard ended.wait(timeout: .now() + .nanoseconds(Int(max(0, nanoseconds)))) == .success else {
+            waiting.withLock { $0.stopped = true }
+            return false
         }
-        if more { scheduleDrain(after: drained) }
-    }
-
-    /// Delivers every push waiting; false when none was (and no drain is under way any more).
-    private func deliverWaiting() -> Bool {
-        let batch = waiting.withLock { state -> [WidgetPush] in
-            if state.pushes.isEmpty {
-                state.draining = false
-                return []
-            }
-            defer { state.pushes.removeAll(keepingCapacity: true) }
-            return state.pushes
-        }
-        if batch.isEmpty { return false }
-        let outgoing = taken.withLock { taken in batch.compactMap { Self.outgoing($0, after: &taken) } }
-        if !outgoing.isEmpty { deliver(outgoing) }
+        ended.signal()  // for a later call
         return true
+    }
+
+    /// The thread: sleeps until a push comes, holds off until `holdOff` after the last delivery
+    /// unless closing, delivers every push waiting; ends once closing finds nothing waiting.
+    func run() {
+        var taken: [String: Taken] = [:]
+        var drained: DispatchTime?
+        while true {
+            let (sleep, closing) = waiting.withLock { state in
+                if state.pushes.isEmpty && !state.closing { state.asleep = true }
+                return (state.asleep, state.closing)
+            }
+            if sleep {
+                wake.wait()
+                continue
+            }
+            if !closing, let drained, case let due = drained + Self.holdOffNanoseconds, due > .now() {
+                // Pushes that come meanwhile join the batch; only the stop cuts the wait short.
+                _ = wake.wait(timeout: due)
+            }
+            let batch = waiting.withLock { state -> [WidgetPush] in
+                if state.pushes.isEmpty && state.closing { state.stopped = true }
+                defer { state.pushes.removeAll(keepingCapacity: true) }
+                return state.pushes
+            }
+            if batch.isEmpty {
+                guard !closing else { break }
+                continue
+            }
+            let outgoing = batch.compactMap { Self.outgoing($0, after: &taken) }
+            if !outgoing.isEmpty { deliver(outgoing) }
+            drained = .now()
+        }
+        ended.signal()
     }
 
     /// The push as this sink sends it, and the record of what it took; nil when nothing changed

@@ -2,6 +2,7 @@ import FlowCore
 import FoundationEssentials
 import Glibc
 import Synchronization
+import Threads
 
 /// Pushes as NDJSON lines on standard output: `run --dry-run`, pipes, the demo.
 ///
@@ -26,13 +27,13 @@ public final class StdoutSink: Sink {
     public init(
         fd: Int32 = 1, zone: any LocalTimeZone, capacity: Int = 1024, summary: (@Sendable (OutgoingPush) -> String)? = nil,
         log: @escaping @Sendable (Diagnostic) -> Void
-    ) {
+    ) throws(NamedThread.StartError) {
         let failed = OnceFlag()
         let accounts = LatestAccounts()
         self.accounts = accounts
         let record = DeliveryRecord()
         self.record = record
-        outbox = Outbox(
+        outbox = try Outbox(
             label: "stdout", capacity: capacity,
             deliver: { pushes in
                 var bytes: [UInt8] = []

@@ -14,21 +14,21 @@ import Rendering
 enum SinkSelection {
     /// Makes the sinks and says in the log where pushes go (the tokens were read with the config).
     /// The MQTT sink publishes through `client`, the daemon's one broker connection. Throws when
-    /// libcurl does not start.
+    /// libcurl or a sink's thread does not start.
     static func make(
         config: DaemonConfig, dryRun: Bool, summary: Bool = false, zone: any LocalTimeZone, client: MQTTClient, log: Logger
     ) throws -> [any Sink] {
         let describe: (@Sendable (OutgoingPush) -> String)? =
             summary ? { @Sendable (push: OutgoingPush) in PushSummary.line(widget: push.widget, document: push.document, held: push.held, at: push.at, zone: zone) } : nil
-        func stdout() -> StdoutSink { StdoutSink(zone: zone, summary: describe, log: { [log] in log.log($0) }) }
+        func stdout() throws -> StdoutSink { try StdoutSink(zone: zone, summary: describe, log: { [log] in log.log($0) }) }
         if dryRun {
             let skipped = config.pushes.map { "push:\($0.widget)" } + (config.output.mqtt == nil ? [] : ["output.mqtt"])
             log.log(.info, "dry run: pushes go to standard output" + (skipped.isEmpty ? "" : "; \(skipped.joined(separator: ", ")) gets nothing"))
-            return [stdout()]
+            return [try stdout()]
         }
-        var sinks: [any Sink] = config.output.stdout ? [stdout()] : []
+        var sinks: [any Sink] = config.output.stdout ? [try stdout()] : []
         if let settings = config.output.mqtt {
-            sinks.append(MQTTSink(settings: settings, flow: config.flow, software: Flowbridge.version, connection: client, log: { [log] in log.log($0) }))
+            sinks.append(try MQTTSink(settings: settings, flow: config.flow, software: Flowbridge.version, connection: client, log: { [log] in log.log($0) }))
         }
         if summary, !config.output.stdout {
             log.log(.warning, "--summary: pushes go to no standard output to say them on (--dry-run, or output: {stdout: true})")

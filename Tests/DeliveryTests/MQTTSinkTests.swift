@@ -49,15 +49,15 @@ import Testing
         FlowWidgetConfig(name: "power", exchange: NodeConfig(name: "Grid", rate: .sum([RateTerm(source: "g")]))),
     ])
 
-    static func sink(_ connection: Connection, homeAssistant: Bool = false) -> MQTTSink {
-        MQTTSink(
+    static func sink(_ connection: Connection, homeAssistant: Bool = false) throws -> MQTTSink {
+        try MQTTSink(
             settings: MQTTOutputSettings(homeAssistant: homeAssistant ? .init() : nil), flow: flow, software: "test", connection: connection,
             log: { _ in })
     }
 
     @Test func whileTheBrokerIsAwayNothingQueuesAndTheConnectPublishesTheTruth() async throws {
         let connection = Connection()
-        let sink = Self.sink(connection)
+        let sink = try Self.sink(connection)
         let pushes = OutboxTests.pushes([-1400, -900, -400, 300])
         for push in pushes { sink.take(push) }
         // Each push's content and patch are tried, and refused, before the connection comes up.
@@ -78,7 +78,7 @@ import Testing
         let connection = Connection()
         connection.up.store(true, ordering: .relaxed)
         connection.holding.store(true, ordering: .relaxed)
-        let sink = Self.sink(connection)
+        let sink = try Self.sink(connection)
         let pushes = OutboxTests.pushes((0..<2000).map { Double($0) })
         for push in pushes { sink.take(push) }  // returns: a blocking take would hang here
         connection.holding.store(false, ordering: .relaxed)
@@ -98,7 +98,7 @@ import Testing
     @Test func homeAssistantsStatusIsTheSinks() async throws {
         let connection = Connection()
         connection.up.store(true, ordering: .relaxed)
-        let sink = Self.sink(connection, homeAssistant: true)
+        let sink = try Self.sink(connection, homeAssistant: true)
         #expect(sink.settings.subscriptions == ["homeassistant/status"])
         #expect(!sink.receive(topic: "meter/power", payload: Array("online".utf8), retained: false))
         // The broker's retained copy is no start, and offline asks for nothing.
@@ -114,7 +114,7 @@ import Testing
         ])
         #expect(seen.first?.payload?["unique_id"] == "flowbridge_power_grid_power")
         // Without home_assistant the sink takes no message.
-        #expect(!Self.sink(connection).receive(topic: "homeassistant/status", payload: Array("online".utf8), retained: false))
+        #expect(try !Self.sink(connection).receive(topic: "homeassistant/status", payload: Array("online".utf8), retained: false))
         sink.stop(timeout: .seconds(1))
     }
 }

@@ -30,15 +30,18 @@ import Testing
         let batches = Mutex<[[OutgoingPush]]>([])
         let coalesced = Mutex(0)
         let gate = DispatchSemaphore(value: 0)
+        /// Signalled after each batch.
+        let batchDelivered = DispatchSemaphore(value: 0)
         let blocking: Bool
         init(blocking: Bool) { self.blocking = blocking }
 
-        func outbox(capacity: Int) -> Outbox {
-            Outbox(
+        func outbox(capacity: Int) throws -> Outbox {
+            try Outbox(
                 label: "test", capacity: capacity,
                 deliver: { pushes in
                     if self.blocking { self.gate.wait() }
                     self.batches.withLock { $0.append(pushes) }
+                    self.batchDelivered.signal()
                 },
                 onCoalesce: { self.coalesced.withLock { $0 += 1 } })
         }
@@ -53,9 +56,9 @@ import Testing
         }
     }
 
-    @Test func aSinkThatKeepsUpGetsTheEnginesPatchesInOrder() {
+    @Test func aSinkThatKeepsUpGetsTheEnginesPatchesInOrder() throws {
         let recorder = Recorder(blocking: false)
-        let outbox = recorder.outbox(capacity: 100)
+        let outbox = try recorder.outbox(capacity: 100)
         let pushes = Self.pushes([100, 200, -300, -300.5])
         for push in pushes { outbox.offer(push) }
         #expect(outbox.stop(timeout: .seconds(5)))
@@ -70,9 +73,9 @@ import Testing
     /// at most `capacity` pushes wait, and once the sink moves again it sends one patch that
     /// carries the current truth: what it shows then equals the engine's latest document.
     @Test(arguments: [1, 8, 64])
-    func aStuckSinkCoalescesAndCatchesUpWithTheTruth(capacity: Int) {
+    func aStuckSinkCoalescesAndCatchesUpWithTheTruth(capacity: Int) throws {
         let recorder = Recorder(blocking: true)
-        let outbox = recorder.outbox(capacity: capacity)
+        let outbox = try recorder.outbox(capacity: capacity)
         let pushes = Self.pushes((0..<10_000).map { Double($0 % 2000) - 1000 })
         outbox.offer(pushes[0])
         for push in pushes.dropFirst() { outbox.offer(push) }  // the deliver of the first blocks meanwhile
@@ -88,9 +91,9 @@ import Testing
     }
 
     /// Coalescing one widget never drops another's latest document.
-    @Test func coalescingKeepsEveryWidgetsLatestDocument() {
+    @Test func coalescingKeepsEveryWidgetsLatestDocument() throws {
         let recorder = Recorder(blocking: true)
-        let outbox = recorder.outbox(capacity: 1)
+        let outbox = try recorder.outbox(capacity: 1)
         let power = Self.pushes([1, 2, 3, 4], widget: "power")
         let battery = Self.pushes([10, 20, 30], widget: "battery")
         outbox.offer(power[0])
@@ -104,11 +107,28 @@ import Testing
         #expect(recorder.shown["battery"] == battery.last!.document.json)
     }
 
-    @Test func stopGivesUpOnASinkThatNeverReturns() {
+    @Test func stopGivesUpOnASinkThatNeverReturns() throws {
         let recorder = Recorder(blocking: true)
-        let outbox = recorder.outbox(capacity: 4)
+        let outbox = try recorder.outbox(capacity: 4)
         outbox.offer(Self.pushes([1])[0])
         #expect(!outbox.stop(timeout: .milliseconds(100)))
         recorder.gate.signal()
+    }
+
+    /// The sink's thread lives as long as its outbox: an outbox let go without a stop (a sink that
+    /// was replaced) still delivers what waited, then its thread ends.
+    @Test func anOutboxLetGoDeliversWhatWaited() throws {
+        let recorder = Recorder(blocking: true)
+        let pushes = Self.pushes([1, 2, 3])
+        do {
+            let outbox = try recorder.outbox(capacity: 8)
+            for push in pushes { outbox.offer(push) }  // the first's delivery blocks; two wait
+        }
+        // One batch after another (the first push alone or with the others), each let through.
+        while recorder.delivered.count < pushes.count {
+            recorder.gate.signal()
+            try #require(recorder.batchDelivered.wait(timeout: .now() + .seconds(30)) == .success)
+        }
+        #expect(recorder.delivered.map(\.patch) == pushes.map(\.patch))
     }
 }

@@ -11,7 +11,7 @@ import Testing
     static func written(_ feed: (StdoutSink) -> Void) throws -> [String] {
         var ends: [Int32] = [0, 0]
         try #require(pipe(&ends) == 0)
-        let sink = StdoutSink(fd: ends[1], zone: FixedOffsetZone(), summary: { "summary of \($0.widget)" }, log: { _ in })
+        let sink = try StdoutSink(fd: ends[1], zone: FixedOffsetZone(), summary: { "summary of \($0.widget)" }, log: { _ in })
         feed(sink)
         #expect(sink.stop(timeout: .seconds(10)))
         close(ends[1])
