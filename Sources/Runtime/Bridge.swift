@@ -68,6 +68,7 @@ final class Bridge: Sendable {
         var state = State(engine: engine, config: config, zone: zone, book: book)
         state.lifetime = lifetime
         state.bookCovered = engine.day != nil
+        Self.countClosedDay(&state)
         self.state = Mutex(state)
         self.sinks = sinks
         self.store = store
@@ -164,6 +165,7 @@ final class Bridge: Sendable {
             state.engine = engine
             state.config = config
             state.saves.noteReload()
+            Self.countClosedDay(&state)
             return leftOut
         }
     }
@@ -198,7 +200,11 @@ final class Bridge: Sendable {
     /// Pushes to every sink, diagnostics to the log; a day the engine closed goes into the
     /// lifetime accounts, and each flow widget's push into its day chart.
     private func dispatch(_ outputs: [FlowEngine.Output], _ state: inout State) {
-        if let closed = state.engine.lastClosedDay, state.lifetime.add(closed) { state.saves.noteChange() }
+        // Before the outputs, so that the accounts among them know the day closed. The engine's
+        // last closed day changes only with a `.closedDay` among its outputs (or with a new
+        // engine, which `init` and `replaceEngine` count): looking for one spares copying the day
+        // and comparing it whole with the lifetime's, twice a reading.
+        if outputs.contains(where: \.isClosedDay) { Self.countClosedDay(&state) }
         for output in outputs {
             switch output {
             case .push(let widget, let at, let push):
@@ -222,6 +228,11 @@ final class Bridge: Sendable {
                 state.lastRefusals[refusal.source] = refusal  // the log has each one's line, rate-limited
             }
         }
+    }
+
+    /// The engine's last closed day into the lifetime accounts (once: `LifetimeAccounts.add`).
+    private static func countClosedDay(_ state: inout State) {
+        if let closed = state.engine.lastClosedDay, state.lifetime.add(closed) { state.saves.noteChange() }
     }
 
     /// A flow widget's push, for today's chart; the days before today are let go.

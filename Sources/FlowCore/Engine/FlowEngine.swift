@@ -40,6 +40,11 @@ public struct FlowEngine: Sendable {
         indirect case sourceSilent(SourceSilence)
         /// A source that had gone silent sent a value again.
         indirect case sourceBack(SourceSilence)
+
+        /// A local day closed (`closedDay`): the engine's `lastClosedDay` changed with it.
+        public var isClosedDay: Bool {
+            if case .closedDay = self { true } else { false }
+        }
     }
 
     /// Totals of a finished local day, by `widget/node`.
