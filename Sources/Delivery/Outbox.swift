@@ -1,4 +1,3 @@
-import Dispatch
 import FlowCore
 import FoundationEssentials
 import Synchronization
@@ -71,10 +70,11 @@ private final class Drain: Sendable {
     }
 
     private let waiting = Mutex(Waiting())
-    /// Wakes the thread: a push for a sleeping thread, or the stop.
-    private let wake = DispatchSemaphore(value: 0)
+    /// Wakes the thread: a push for a sleeping thread, or the stop. Its hold-off is timed on the
+    /// monotonic clock: a wall clock stepped back does not hold a sink up.
+    private let wake = Wakeup()
     /// Signalled once the thread has ended.
-    private let ended = DispatchSemaphore(value: 0)
+    private let ended = Wakeup()
 
     /// What the sink last took, per widget: the base of the next patch.
     private struct Taken {
@@ -83,7 +83,7 @@ private final class Drain: Sendable {
     }
 
     /// `Outbox.holdOff`, as the thread's timed wait takes it.
-    private static let holdOffNanoseconds = DispatchTimeInterval.nanoseconds(Int(Outbox.holdOff / .nanoseconds(1)))
+    private static let holdOffNanoseconds = UInt64(Outbox.holdOff / .nanoseconds(1))
 
     init(capacity: Int, deliver: @escaping @Sendable ([OutgoingPush]) -> Void, onCoalesce: @escaping @Sendable () -> Void) {
         self.capacity = capacity
@@ -127,7 +127,7 @@ private final class Drain: Sendable {
         waiting.withLock { $0.closing = true; $0.asleep = false }
         wake.signal()
         let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-        guard ended.wait(timeout: .now() + .nanoseconds(Int(max(0, nanoseconds)))) == .success else {
+        guard ended.wait(until: Wakeup.now() + UInt64(max(0, nanoseconds))) else {
             waiting.withLock { $0.stopped = true }
             return false
         }
@@ -139,7 +139,7 @@ private final class Drain: Sendable {
     /// unless closing, delivers every push waiting; ends once closing finds nothing waiting.
     func run() {
         var taken: [String: Taken] = [:]
-        var drained: DispatchTime?
+        var drained: UInt64?
         while true {
             let (sleep, closing) = waiting.withLock { state in
                 if state.pushes.isEmpty && !state.closing { state.asleep = true }
@@ -149,9 +149,9 @@ private final class Drain: Sendable {
                 wake.wait()
                 continue
             }
-            if !closing, let drained, case let due = drained + Self.holdOffNanoseconds, due > .now() {
+            if !closing, let drained, case let due = drained + Self.holdOffNanoseconds, due > Wakeup.now() {
                 // Pushes that come meanwhile join the batch; only the stop cuts the wait short.
-                _ = wake.wait(timeout: due)
+                wake.wait(until: due)
             }
             let batch = waiting.withLock { state -> [WidgetPush] in
                 if state.pushes.isEmpty && state.closing { state.stopped = true }
@@ -164,7 +164,7 @@ private final class Drain: Sendable {
             }
             let outgoing = batch.compactMap { Self.outgoing($0, after: &taken) }
             if !outgoing.isEmpty { deliver(outgoing) }
-            drained = .now()
+            drained = Wakeup.now()
         }
         ended.signal()
     }

@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 import Synchronization
 import Threads
@@ -29,8 +28,9 @@ final class Heartbeat: Service {
     private let beats = Mutex(Beats())
     /// Held while beats run: a part that stops waits for its running beat to end.
     private let beating = Mutex(())
-    /// Signalled to end the thread's wait early: at the stop.
-    private let wake = DispatchSemaphore(value: 0)
+    /// Signalled to end the thread's wait early: at the stop. On the monotonic clock, so that a
+    /// wall clock stepped back does not hold the beats up.
+    private let wake = Wakeup()
 
     init(interval: Duration = .seconds(1)) {
         self.interval = interval
@@ -73,11 +73,11 @@ final class Heartbeat: Service {
     /// machine, a stopped process) the next one is an interval from now.
     private func beatUntilStopped() {
         let step = UInt64(interval / .nanoseconds(1))
-        var due = DispatchTime.now().uptimeNanoseconds + step
+        var due = Wakeup.now() + step
         while !beats.withLock({ $0.stopped }) {
             // Signalled: the stop, which the loop's condition sees.
-            guard wake.wait(timeout: DispatchTime(uptimeNanoseconds: due)) == .timedOut else { continue }
-            let now = DispatchTime.now().uptimeNanoseconds
+            guard !wake.wait(until: due) else { continue }
+            let now = Wakeup.now()
             due = now >= due + step ? now + step : due + step
             beating.withLock { _ in
                 for beat in beats.withLock({ $0.beats }) { beat.beat() }
