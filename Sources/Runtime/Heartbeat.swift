@@ -7,7 +7,7 @@ import Threads
 /// waits for the day book), in the order the parts started.
 ///
 /// Each of those parts used to sleep a second in a task of its own, and each sleep woke Dispatch's
-/// timer thread and a worker: an idle daemon switched threads about 8.5 times a second, and at ten
+/// timer thread and a worker: an idle daemon switched threads about ten times a second, and at ten
 /// readings a second that was most of its wake-ups beyond the readings' own. One thread for every
 /// part wakes once a second.
 ///
