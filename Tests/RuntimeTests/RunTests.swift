@@ -52,6 +52,17 @@ struct RunTests {
             return found()
         }
 
+        /// The port the window listens on, from the daemon's line `window at http://HOST:PORT/`;
+        /// nil when the window did not start. A test's window listens on port 0, so the kernel
+        /// picks a free port as it binds it: a port picked free beforehand could be taken by a
+        /// test running beside it before the daemon binds it.
+        func windowPort() async -> Int? {
+            let marker = "window at http://"
+            guard await waitFor(marker), let start = text.range(of: marker)?.upperBound else { return nil }
+            let address = text[start...].prefix { $0 != "/" }
+            return address.lastIndex(of: ":").flatMap { Int(address[address.index(after: $0)...]) }
+        }
+
         /// SIGTERM, and the daemon is gone within 4 s with status 0: its stop's own bounds add up to
         /// about 3 s at worst (300 ms for the sinks, 1.5 s for the broker to take `offline`, up to
         /// 1 s for the network thread to notice), which a loaded machine must not turn into a failure.

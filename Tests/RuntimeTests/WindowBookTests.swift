@@ -85,14 +85,13 @@ struct WindowBookPageTests {
     @Test func chromiumShowsTheBooksLast30DaysAndMonthsWithTheirCosts() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let port = HTTPProbe.freePort()
         let book = folder.url.appendingPathComponent("book.sqlite").path
         let today = WindowBookTests.zone.localDate(at: Date())
         let written = try WindowBookTests.writeBook(at: book, today: today)
-        let config = WindowPageTests.config(broker: broker.port, window: port, state: folder.url.appendingPathComponent("state.json").path)
+        let config = WindowPageTests.config(broker: broker.port, window: 0, state: folder.url.appendingPathComponent("state.json").path)
             + "\nbook_file: \(book)\n"
         let daemon = try RunTests.Daemon(config: config, folder: folder)
-        #expect(await daemon.waitFor("window at http://127.0.0.1:\(port)/"), "\(daemon.text)")
+        let port = try #require(await daemon.windowPort(), "\(daemon.text)")
 
         let dom = try Chromium.dumpDOM("http://127.0.0.1:\(port)/", in: folder)
         func fixed(_ value: Double) -> String { DisplayNumber.fixed(value, decimals: 2) }

@@ -79,9 +79,9 @@ struct WindowHostileTests {
     @Test func hostileClientsAreRefusedWhileReadingsAndPushesGoOn() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let port = HTTPProbe.freePort()
         let daemon = try RunTests.Daemon(
-            config: Self.config(broker: broker.port, window: "127.0.0.1:\(port)", state: folder.url.appendingPathComponent("state.json").path), folder: folder)
+            config: Self.config(broker: broker.port, window: "127.0.0.1:0", state: folder.url.appendingPathComponent("state.json").path), folder: folder)
+        let port = try #require(await daemon.windowPort(), "\(daemon.text)")
         #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         #expect(try await Self.pushGoesOut(broker, daemon, rate: 100))
         #expect(HTTPProbe.request(port: port, path: "/metrics")?.status == 200)
@@ -165,15 +165,14 @@ struct WindowHostileTests {
     func credentialsAreAskedBeyondLoopback() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let port = HTTPProbe.freePort()
         let host = try #require(HTTPProbe.localNonLoopbackAddress())
         let token = try folder.write("window-token", "s3cret-token\n")
         let daemon = try RunTests.Daemon(
             config: Self.config(
-                broker: broker.port, window: "0.0.0.0:\(port)", state: folder.url.appendingPathComponent("state.json").path,
+                broker: broker.port, window: "0.0.0.0:0", state: folder.url.appendingPathComponent("state.json").path,
                 extra: ", token_file: \(token)"),
             folder: folder)
-        #expect(await daemon.waitFor("window at http://127.0.0.1:\(port)/"), "\(daemon.text)")
+        let port = try #require(await daemon.windowPort(), "\(daemon.text)")
         let basic = "Basic " + Data("anyone:s3cret-token".utf8).base64EncodedString()
         let wrongBasic = "Basic " + Data("anyone:s3cret-tokeN".utf8).base64EncodedString()
         let cases: [([String: String], Int)] = [

@@ -37,8 +37,8 @@ struct WindowPageTests {
     @Test func chromiumShowsTheWidgetsValuesAndTheStaleSource() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let port = HTTPProbe.freePort()
-        let daemon = try RunTests.Daemon(config: Self.config(broker: broker.port, window: port, state: folder.url.appendingPathComponent("state.json").path), folder: folder)
+        let daemon = try RunTests.Daemon(config: Self.config(broker: broker.port, window: 0, state: folder.url.appendingPathComponent("state.json").path), folder: folder)
+        let port = try #require(await daemon.windowPort(), "\(daemon.text)")
         #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         try await broker.publish(topic: "battery/<power>", payload: "-500")
         try await broker.publish(topic: "solar/power", payload: "3200")
@@ -78,10 +78,10 @@ extension WindowPageTests {
     @Test func underAnIngressPathPrefixThePageAndItsStyleComeThroughTheProxy() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let port = HTTPProbe.freePort()
         let daemon = try RunTests.Daemon(
-            config: Self.config(broker: broker.port, window: port, state: folder.url.appendingPathComponent("state.json").path, ingress: true),
+            config: Self.config(broker: broker.port, window: 0, state: folder.url.appendingPathComponent("state.json").path, ingress: true),
             folder: folder)
+        let port = try #require(await daemon.windowPort(), "\(daemon.text)")
         #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         try await broker.publish(topic: "solar/power", payload: "2700")
         try await broker.publish(topic: "grid/power", payload: "300")
@@ -171,13 +171,12 @@ extension WindowPageTests {
     @Test func aSourcesLastDecodeErrorIsShownEscaped() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let port = HTTPProbe.freePort()
         let config = """
             timezone: UTC
             mqtt: {host: 127.0.0.1, port: \(broker.port), client_id: flowbridge-page-errors}
             state_file: \(folder.url.appendingPathComponent("state.json").path)
             output: {stdout: true}
-            http: {listen: 127.0.0.1:\(port)}
+            http: {listen: 127.0.0.1:0}
             sources:
               grid: {topic: grid/power}
               meter: {topic: "meter/<x>", json: power}
@@ -190,6 +189,7 @@ extension WindowPageTests {
                 policy: {min_interval: 0s, settle: 0s}
             """
         let daemon = try RunTests.Daemon(config: config, folder: folder)
+        let port = try #require(await daemon.windowPort(), "\(daemon.text)")
         #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         /// The meter's last error as `/api/v1/state` has it, once its text holds `part`.
         func lastError(holding part: String) async -> JSONValue? {

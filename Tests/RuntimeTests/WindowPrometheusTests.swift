@@ -154,13 +154,12 @@ struct WindowPromtoolTests {
         let promtool = try #require(Self.promtool, "promtool not found: make test installs Debian's prometheus package, which has it")
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
-        let port = HTTPProbe.freePort()
         let config = """
             timezone: UTC
             mqtt: {host: 127.0.0.1, port: \(broker.port), client_id: flowbridge-promtool}
             state_file: \(folder.url.appendingPathComponent("state.json").path)
             output: {stdout: true, mqtt: true}
-            http: {listen: 127.0.0.1:\(port)}
+            http: {listen: 127.0.0.1:0}
             sources:
               solar: {topic: solar/power}
               grid: {topic: grid/power}
@@ -181,6 +180,7 @@ struct WindowPromtoolTests {
               export: {price: 0.08}
             """
         let daemon = try RunTests.Daemon(config: config, folder: folder)
+        let port = try #require(await daemon.windowPort(), "\(daemon.text)")
         #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
         for (topic, payload) in [("battery/soc", "55"), ("battery/power", "-400"), ("solar/power", "2500"), ("grid/power", "600")] {
             try await broker.publish(topic: topic, payload: payload)
