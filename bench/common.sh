@@ -42,6 +42,15 @@ threads_now() {
   done
 }
 
+# threads_per BEFORE AFTER COUNT: each thread's time on a processor (µs) and context switches
+# between two of threads_now's files, divided by COUNT (readings, seconds), and their sum over
+# the threads; a thread in only one of the files (started or ended between them) is left out.
+threads_per() {
+  join "$1" "$2" | awk -v n="$3" '
+    { printf "  %-20s %7.1f µs  %5.3f switches\n", $4, ($5 - $2) / n / 1000, ($6 - $3) / n; ns += $5 - $2; switches += $6 - $3 }
+    END { printf "  %-20s %7.1f µs  %5.3f switches\n", "all threads", ns / n / 1000, switches / n }'
+}
+
 # threads_since FILE PID: "NS SWITCHES" that the process's threads have added since FILE (what
 # threads_now said then), thread by thread: a thread that ended in between (a dispatch worker
 # retires after a few idle seconds) must not take what it had used before off the sum.

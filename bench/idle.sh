@@ -26,6 +26,4 @@ threads_now $flowbridge > "$work/before"
 sleep "$seconds"
 threads_now $flowbridge > "$work/after"
 echo "an idle flowbridge over $seconds s, a second:"
-join "$work/before" "$work/after" | awk -v s="$seconds" '
-  { printf "  %-20s %7.1f µs  %5.2f switches\n", $4, ($5 - $2) / s / 1000, ($6 - $3) / s; ns += $5 - $2; switches += $6 - $3 }
-  END { printf "  %-20s %7.1f µs  %5.2f switches\n", "all threads", ns / s / 1000, switches / s }'
+threads_per "$work/before" "$work/after" "$seconds"

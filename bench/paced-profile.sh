@@ -55,8 +55,7 @@ echo "$count readings at $rate a second, flowbridge with the $policy policy"
 per_reading floor "$before_floor" "$after_floor"
 per_reading flowbridge "$before_flowbridge" "$after_flowbridge"
 echo "flowbridge's threads, a reading:"
-join "$work/threads-before" "$work/threads-after" \
-  | awk -v n="$count" '{ printf "  %-20s %7.1f µs  %5.3f switches\n", $4, ($5 - $2) / n / 1000, ($6 - $3) / n }'
+threads_per "$work/threads-before" "$work/threads-after" "$count"
 if [ -n "${PROFILE:-}" ]; then
   echo "flowbridge's samples by where the code lives (perf report -i $PROFILE/flowbridge.data):"
   perf report -i "$PROFILE/flowbridge.data" --stdio --no-children --sort dso,sym 2> /dev/null | awk -v binary="$(basename "$binary")" '

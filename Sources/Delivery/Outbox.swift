@@ -123,8 +123,8 @@ private final class Drain: Sendable {
     }
 
     func stop(timeout: Duration) -> Bool {
+        close()
         // Also ends a hold-off: whatever waits for its end goes now.
-        waiting.withLock { $0.closing = true; $0.asleep = false }
         wake.signal()
         let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
         guard ended.wait(until: Wakeup.now() + UInt64(max(0, nanoseconds))) else {
