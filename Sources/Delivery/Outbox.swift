@@ -20,6 +20,14 @@ import Threads
 /// The thread sleeps while nothing waits: an offer wakes it only when it sleeps, and the hold-off
 /// is its own timed wait, so a push costs at most one wake-up and a quiet sink none.
 ///
+/// A sink that can tell when its delivery would not wait (`isReady`: a descriptor with room) is
+/// spared even that one: a push after a quiet spell, with nothing waiting, is delivered on the
+/// thread that offers it, when the sink says it is ready. A home's meters send a reading at a time,
+/// and at every pushed reading the wake-up of the sink's thread (two context switches, and the
+/// signal) cost more than the line it writes. Whatever cannot go at once (the sink not ready, a
+/// push within the hold-off, pushes already waiting) goes by the thread as before, in order: one
+/// delivery at a time, the one in place first.
+///
 /// The thread lives as long as the outbox: `stop`, or the outbox let go, ends it once what waits
 /// was delivered.
 public final class Outbox: Sendable {
@@ -34,11 +42,13 @@ public final class Outbox: Sendable {
     ///   - capacity: pushes that may wait before they coalesce (at least 1).
     ///   - deliver: runs on the outbox's own thread; it may block (a write, a request).
     ///   - onCoalesce: called once, the first time pushes are coalesced.
+    ///   - isReady: true when `deliver` of one push would not wait now; then a push after a quiet
+    ///     spell is delivered on the offering thread. Nil: every push goes by the outbox's thread.
     public init(
         label: String, capacity: Int, deliver: @escaping @Sendable ([OutgoingPush]) -> Void,
-        onCoalesce: @escaping @Sendable () -> Void
+        onCoalesce: @escaping @Sendable () -> Void, isReady: (@Sendable () -> Bool)? = nil
     ) throws(NamedThread.StartError) {
-        drain = Drain(capacity: max(1, capacity), deliver: deliver, onCoalesce: onCoalesce)
+        drain = Drain(capacity: max(1, capacity), deliver: deliver, onCoalesce: onCoalesce, isReady: isReady)
         try NamedThread.start("sink \(label)", detached: true) { [drain] in drain.run() }
     }
 
@@ -57,16 +67,27 @@ private final class Drain: Sendable {
     let capacity: Int
     private let deliver: @Sendable ([OutgoingPush]) -> Void
     private let onCoalesce: @Sendable () -> Void
+    private let isReady: (@Sendable () -> Bool)?
 
     private struct Waiting {
         var pushes: [WidgetPush] = []
         /// The thread waits for a push: the next offer wakes it.
         var asleep = false
+        /// A push is being delivered on the thread that offered it: the outbox's thread stays
+        /// asleep, and what comes meanwhile waits for that delivery's end.
+        var deliveringInPlace = false
+        /// The outbox's thread has a batch in hand: nothing is delivered in place meanwhile.
+        var deliveringOnThread = false
+        /// When the last delivery ended (`Wakeup.now()`), on either thread: the hold-off's start.
+        var drainedAt: UInt64?
         /// Asked to end: what waits goes at once, then the thread ends.
         var closing = false
         /// Takes nothing more.
         var stopped = false
         var coalesced = false
+
+        /// Nothing has been delivered within the hold-off before `now`.
+        func isQuiet(at now: UInt64) -> Bool { drainedAt.map { now >= $0 + Drain.holdOffNanoseconds } ?? true }
     }
 
     private let waiting = Mutex(Waiting())
@@ -82,16 +103,25 @@ private final class Drain: Sendable {
         var document: WidgetContent
     }
 
+    /// Held by whichever thread delivers; only one does at a time (`deliveringInPlace`,
+    /// `deliveringOnThread`).
+    private let taken = Mutex<[String: Taken]>([:])
+
     /// `Outbox.holdOff`, as the thread's timed wait takes it.
     private static let holdOffNanoseconds = UInt64(Outbox.holdOff / .nanoseconds(1))
 
-    init(capacity: Int, deliver: @escaping @Sendable ([OutgoingPush]) -> Void, onCoalesce: @escaping @Sendable () -> Void) {
+    init(
+        capacity: Int, deliver: @escaping @Sendable ([OutgoingPush]) -> Void, onCoalesce: @escaping @Sendable () -> Void,
+        isReady: (@Sendable () -> Bool)?
+    ) {
         self.capacity = capacity
         self.deliver = deliver
         self.onCoalesce = onCoalesce
+        self.isReady = isReady
     }
 
     func offer(_ push: WidgetPush) {
+        if isReady != nil, deliveredInPlace(push) { return }
         let (wakeUp, firstCoalescing) = waiting.withLock { state -> (Bool, Bool) in
             if state.stopped { return (false, false) }
             var coalescing = false
@@ -105,11 +135,49 @@ private final class Drain: Sendable {
             state.pushes.append(push)
             let first = coalescing && !state.coalesced
             if coalescing { state.coalesced = true }
+            // A delivery in place wakes the thread when it ends.
+            guard !state.deliveringInPlace else { return (false, first) }
             defer { state.asleep = false }
             return (state.asleep, first)
         }
         if firstCoalescing { onCoalesce() }
         if wakeUp { wake.signal() }
+    }
+
+    /// Delivers `push` on this thread when nothing else is being delivered or waits, the last
+    /// delivery is a hold-off ago, and the sink is ready; false when the push is to be queued.
+    private func deliveredInPlace(_ push: WidgetPush) -> Bool {
+        let now = Wakeup.now()
+        let claimed = waiting.withLock { state in
+            guard !state.deliveringInPlace, !state.deliveringOnThread, state.pushes.isEmpty, !state.closing, !state.stopped,
+                state.isQuiet(at: now)
+            else { return false }
+            state.deliveringInPlace = true
+            return true
+        }
+        guard claimed else { return false }
+        let ready = isReady!()
+        if ready { send([push]) }
+        let wakeUp = waiting.withLock { state in
+            state.deliveringInPlace = false
+            if ready {
+                state.drainedAt = Wakeup.now()
+            } else {
+                // First in line: whatever came meanwhile was offered after it.
+                state.pushes.insert(push, at: 0)
+            }
+            guard state.asleep, !state.pushes.isEmpty || state.closing else { return false }
+            state.asleep = false
+            return true
+        }
+        if wakeUp { wake.signal() }
+        return true
+    }
+
+    /// Delivers `batch`, each push with the patch from what the sink took before.
+    private func send(_ batch: [WidgetPush]) {
+        let outgoing = taken.withLock { taken in batch.compactMap { Self.outgoing($0, after: &taken) } }
+        if !outgoing.isEmpty { deliver(outgoing) }
     }
 
     /// Asks the thread to deliver what waits and end, without waiting for it.
@@ -138,12 +206,10 @@ private final class Drain: Sendable {
     /// The thread: sleeps until a push comes, holds off until `holdOff` after the last delivery
     /// unless closing, delivers every push waiting; ends once closing finds nothing waiting.
     func run() {
-        var taken: [String: Taken] = [:]
-        var drained: UInt64?
         while true {
-            let (sleep, closing) = waiting.withLock { state in
-                if state.pushes.isEmpty && !state.closing { state.asleep = true }
-                return (state.asleep, state.closing)
+            let (sleep, closing, drained) = waiting.withLock { state in
+                if (state.pushes.isEmpty && !state.closing) || state.deliveringInPlace { state.asleep = true }
+                return (state.asleep, state.closing, state.drainedAt)
             }
             if sleep {
                 wake.wait()
@@ -155,6 +221,7 @@ private final class Drain: Sendable {
             }
             let batch = waiting.withLock { state -> [WidgetPush] in
                 if state.pushes.isEmpty && state.closing { state.stopped = true }
+                state.deliveringOnThread = !state.pushes.isEmpty
                 defer { state.pushes.removeAll(keepingCapacity: true) }
                 return state.pushes
             }
@@ -162,9 +229,12 @@ private final class Drain: Sendable {
                 guard !closing else { break }
                 continue
             }
-            let outgoing = batch.compactMap { Self.outgoing($0, after: &taken) }
-            if !outgoing.isEmpty { deliver(outgoing) }
-            drained = Wakeup.now()
+            send(batch)
+            let now = Wakeup.now()
+            waiting.withLock { state in
+                state.drainedAt = now
+                state.deliveringOnThread = false
+            }
         }
         ended.signal()
     }

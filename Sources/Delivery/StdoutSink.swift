@@ -6,9 +6,10 @@ import Threads
 
 /// Pushes as NDJSON lines on standard output: `run --dry-run`, pipes, the demo.
 ///
-/// Lines are written by the outbox's thread, never under the engine's lock, so a reader that stops
-/// reading (a full pipe) stalls only this sink: its pushes coalesce, the daemon goes on. A reader
-/// that goes away for good (EPIPE) is said once; the pushes are dropped from then on.
+/// A line is written where the push is offered only when the write cannot wait (`Descriptor
+/// .hasRoom`); otherwise by the outbox's thread, so a reader that stops reading (a full pipe)
+/// stalls only this sink: its pushes coalesce, the daemon goes on. A reader that goes away for good
+/// (EPIPE) is said once; the pushes are dropped from then on.
 public final class StdoutSink: Sink {
     public let name = "stdout"
     private let outbox: Outbox
@@ -33,6 +34,7 @@ public final class StdoutSink: Sink {
         self.accounts = accounts
         let record = DeliveryRecord()
         self.record = record
+        let isReady: (@Sendable () -> Bool)? = FileDescriptor.isTerminal(fd) ? nil : { @Sendable in FileDescriptor.hasRoom(fd) }
         outbox = try Outbox(
             label: "stdout", capacity: capacity,
             deliver: { pushes in
@@ -63,7 +65,8 @@ public final class StdoutSink: Sink {
             },
             onCoalesce: {
                 log(Diagnostic(.warning, "standard output is not keeping up: pushes are coalesced (each line then carries what changed since the last one written)"))
-            })
+            },
+            isReady: isReady)
     }
 
     public func take(_ push: WidgetPush) { outbox.offer(push) }
@@ -117,6 +120,19 @@ public final class OnceFlag: Sendable {
 
 /// Writing whole buffers to a descriptor.
 public enum FileDescriptor {
+    /// True when a write of a line (up to `PIPE_BUF`, 4 kB, what a push's line is) to `fd` would not
+    /// wait now: poll says there is room. A pipe then has a free page, which such a write fits in
+    /// whole; a file always has room; a socket (journald's stream) has room for more than a line
+    /// once poll says so. False on a reader gone (poll's error), which the blocking write reports.
+    public static func hasRoom(_ fd: Int32) -> Bool {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        return poll(&descriptor, 1, 0) == 1 && descriptor.revents == Int16(POLLOUT)
+    }
+
+    /// A terminal may hold its output back at any moment (Ctrl-S) with room left: poll is no
+    /// promise there, so its lines are always written by the sink's own thread.
+    public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+
     /// Writes every byte, retrying after signals; the system's reason when it fails.
     public static func writeAll(_ bytes: [UInt8], to fd: Int32) -> String? {
         var offset = 0

@@ -1,5 +1,6 @@
 import Delivery
 import Dispatch
+import Glibc
 import FlowCore
 import FoundationEssentials
 import Synchronization
@@ -28,12 +29,24 @@ import Testing
 
     final class Recorder: Sendable {
         let batches = Mutex<[[OutgoingPush]]>([])
+        /// The thread each batch was delivered on.
+        let threads = Mutex<[pthread_t]>([])
         let coalesced = Mutex(0)
         let gate = DispatchSemaphore(value: 0)
         /// Signalled after each batch.
         let batchDelivered = DispatchSemaphore(value: 0)
         let blocking: Bool
-        init(blocking: Bool) { self.blocking = blocking }
+        /// What the sink says when asked whether a delivery would wait, when it can tell.
+        let ready: Mutex<Bool>
+        let canTell: Bool
+        /// How often it was asked.
+        let asked = Mutex(0)
+        /// `ready`: nil for a sink that cannot tell.
+        init(blocking: Bool, ready: Bool? = nil) {
+            self.blocking = blocking
+            self.ready = Mutex(ready ?? false)
+            canTell = ready != nil
+        }
 
         func outbox(capacity: Int) throws -> Outbox {
             try Outbox(
@@ -41,9 +54,15 @@ import Testing
                 deliver: { pushes in
                     if self.blocking { self.gate.wait() }
                     self.batches.withLock { $0.append(pushes) }
+                    self.threads.withLock { $0.append(pthread_self()) }
                     self.batchDelivered.signal()
                 },
-                onCoalesce: { self.coalesced.withLock { $0 += 1 } })
+                onCoalesce: { self.coalesced.withLock { $0 += 1 } },
+                isReady: canTell
+                    ? { @Sendable in
+                        self.asked.withLock { $0 += 1 }
+                        return self.ready.withLock { $0 }
+                    } : nil)
         }
 
         var delivered: [OutgoingPush] { batches.withLock { $0.flatMap { $0 } } }
@@ -56,8 +75,10 @@ import Testing
         }
     }
 
-    @Test func aSinkThatKeepsUpGetsTheEnginesPatchesInOrder() throws {
-        let recorder = Recorder(blocking: false)
+    /// Whether the sink can say when it is ready, and what it says, the patches are the engine's.
+    @Test(arguments: [nil, true, false])
+    func aSinkThatKeepsUpGetsTheEnginesPatchesInOrder(ready: Bool?) throws {
+        let recorder = Recorder(blocking: false, ready: ready)
         let outbox = try recorder.outbox(capacity: 100)
         let pushes = Self.pushes([100, 200, -300, -300.5])
         for push in pushes { outbox.offer(push) }
@@ -130,5 +151,29 @@ import Testing
             try #require(recorder.batchDelivered.wait(timeout: .now() + .seconds(30)) == .success)
         }
         #expect(recorder.delivered.map(\.patch) == pushes.map(\.patch))
+    }
+
+    /// A lone push to a sink that is ready is delivered before `offer` returns, on the offering
+    /// thread: no wake-up of the sink's own. A push to a sink that is not ready (or that cannot
+    /// tell) goes by the sink's thread, after what went before.
+    @Test(arguments: [nil, true, false])
+    func aLonePushToAReadySinkIsDeliveredWhereItIsOffered(ready: Bool?) throws {
+        let recorder = Recorder(blocking: false, ready: ready)
+        let outbox = try recorder.outbox(capacity: 8)
+        let pushes = Self.pushes([1, 2])
+        let offeringThread = pthread_self()
+        outbox.offer(pushes[0])
+        if ready == true {
+            #expect(recorder.delivered.map(\.patch) == [pushes[0].patch])  // already, before any wait
+            #expect(recorder.threads.withLock { $0 } == [offeringThread])
+            recorder.ready.withLock { $0 = false }
+        }
+        outbox.offer(pushes[1])
+        #expect(outbox.stop(timeout: .seconds(5)))
+        #expect(recorder.delivered.map(\.patch) == pushes.map(\.patch))
+        let threads = recorder.threads.withLock { $0 }
+        #expect(threads.last != offeringThread)
+        if ready != true { #expect(!threads.contains(offeringThread)) }
+        #expect((recorder.asked.withLock { $0 } > 0) == (ready != nil))
     }
 }

@@ -59,4 +59,37 @@ import Testing
         let lines = try Self.written { $0.take(OutboxTests.pushes([1000])[0]) }
         #expect(lines.last == "summary of power", "\(lines)")
     }
+
+    /// A pipe with room has the line before `take` returns: it is written where the push is
+    /// offered, and no thread is woken for it. A full pipe does not hold `take` up: the sink's own
+    /// thread writes the line once the reader has read.
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func aLineIsWrittenInPlaceOnlyWhenThePipeHasRoom(full: Bool) throws {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        let flags = fcntl(ends[0], F_GETFL)
+        _ = fcntl(ends[0], F_SETFL, flags | O_NONBLOCK)
+        var filler = 0
+        if full {
+            _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
+            let page = [UInt8](repeating: UInt8(ascii: "x"), count: 4096)
+            while case let count = write(ends[1], page, page.count), count > 0 { filler += count }
+            _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) & ~O_NONBLOCK)
+        }
+        let sink = try StdoutSink(fd: ends[1], zone: FixedOffsetZone(), log: { _ in })
+        sink.take(OutboxTests.pushes([1000])[0])
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        func readWhatIsThere() {
+            while case let count = read(ends[0], &buffer, buffer.count), count > 0 { bytes += buffer[..<count] }
+        }
+        readWhatIsThere()
+        if !full { #expect(bytes.last == UInt8(ascii: "\n"), "the line is there before take returned") }
+        #expect(sink.stop(timeout: .seconds(30)))
+        close(ends[1])
+        readWhatIsThere()
+        let text = String(decoding: bytes.dropFirst(filler), as: UTF8.self)
+        #expect(bytes.count > filler && text.hasPrefix(#"{"patch":{"content":"#) && text.hasSuffix("\"widget\":\"power\"}\n"), "\(text)")
+    }
 }
