@@ -29,7 +29,8 @@ extension FlowEngine {
             return gaugeDocument(of: position, at: now).map { ShownDocument(content: .progress($0.content), held: HeldMark(bar: $0.isHeld)) }
         }
         var held: Set<NodePlace> = []
-        let flow = content(of: position, at: now, held: &held, into: &out)
+        var balanceKnown = false
+        let flow = content(of: position, at: now, held: &held, balanceKnown: &balanceKnown, into: &out)
         if flow.inputs == nil, flow.output == nil, flow.storage == nil, flow.exchange == nil { return nil }
         return ShownDocument(content: .flow(flow), held: HeldMark(nodes: held))
     }

@@ -7,9 +7,13 @@ extension FlowEngine {
     /// silent meter is gray and marked held, and the subtitle says which meters are silent since
     /// when (unless the widget's `stale_marker` is off); otherwise it shows the figure of the
     /// day's money the config asks for, if any. `held`: the places that show a held reading.
+    /// `balanceKnown`: the derived output shows the balance, known now (what `derivesOutput`
+    /// asks: the balance is worked out once per offer, here).
     /// The parts are made apart and put together at the end: a document built in place was copied
     /// to be returned.
-    mutating func content(of position: Int, at now: Date, held: inout Set<NodePlace>, into out: inout [Output]) -> FlowContent {
+    mutating func content(
+        of position: Int, at now: Date, held: inout Set<NodePlace>, balanceKnown: inout Bool, into out: inout [Output]
+    ) -> FlowContent {
         // The widget's parts are read in place: a copy of the whole widget state is made for
         // nothing at every message.
         let policy = board.widgets[position].flow!.config.policy
@@ -23,9 +27,12 @@ extension FlowEngine {
         for index in board.widgets[position].flow!.nodes.indices {
             let node = board.widgets[position].flow!.nodes[index]
             guard let value = value(of: node, inWidget: position, at: now) else { continue }
-            if let parts = value.parts { board.widgets[position].flow!.lastKnownBalance = parts.raw }
+            if let parts = value.parts {
+                board.widgets[position].flow!.lastKnownBalance = parts.raw
+                balanceKnown = true
+            }
             checkSigns(of: node, value: value, at: position, now: now, into: &out)
-            let rate = node.isMagnitude ? max(0, value.raw) : value.raw
+            let rate = node.setup.rate(value.raw)
             var total: Double?
             if let energy = node.total, energy.isCounting {
                 total = PatchPolicy.quantize(energy.energyKWh, step: policy.totalStep)
@@ -74,19 +81,19 @@ extension FlowEngine {
     }
 
     /// Whether the output a push shows is the balance of the rates it shows: the output is
-    /// derived, the balance is known (an unknown one shows the output's own `when_stale`), and
-    /// the exchange and storage it needs are drawn. An input not drawn counts 0, as in the balance.
-    func derivesOutput(_ position: Int, _ candidate: FlowContent, at now: Date) -> Bool {
-        guard board.widgets[position].flow!.balanceNode != nil, candidate.draws(.output), case .known = balance(ofWidget: position, at: now) else {
-            return false
-        }
+    /// derived, the balance is known (`balanceKnown`, from `content`: an unknown one shows the
+    /// output's own `when_stale`), and the exchange and storage it needs are drawn. An input not
+    /// drawn counts 0, as in the balance.
+    func derivesOutput(_ position: Int, _ candidate: FlowContent, balanceKnown: Bool) -> Bool {
+        guard balanceKnown, board.widgets[position].flow!.balanceNode != nil, candidate.draws(.output) else { return false }
         return board.widgets[position].flow!.config.has(.storage) == candidate.draws(.storage) && board.widgets[position].flow!.config.has(.exchange) == candidate.draws(.exchange)
     }
 
     /// Offers flow widget `position` its content (see `offer`).
     mutating func offerFlow(_ position: Int, at now: Date, urgent: Bool, into out: inout [Output]) {
         var held: Set<NodePlace> = []
-        let candidate = content(of: position, at: now, held: &held, into: &out)
+        var balanceKnown = false
+        let candidate = content(of: position, at: now, held: &held, balanceKnown: &balanceKnown, into: &out)
         let name = board.widgets[position].name
         if candidate.inputs == nil, candidate.output == nil, candidate.storage == nil, candidate.exchange == nil {
             // Nothing to show: quiet before the first reading; later (every slot cleared as stale)
@@ -101,7 +108,7 @@ extension FlowEngine {
         var violations: [ContentViolation] = []
         candidate.validate(into: &violations)
         guard isValid(violations, of: name, at: now, into: &out) else { return }
-        let derives = derivesOutput(position, candidate, at: now)
+        let derives = derivesOutput(position, candidate, balanceKnown: balanceKnown)
         // The candidate's last use: the policy takes it over.
         if var push = board.widgets[position].policy.offer(flow: candidate, at: now, urgent: urgent, derivesOutput: derives) {
             push.held = HeldMark(nodes: held)

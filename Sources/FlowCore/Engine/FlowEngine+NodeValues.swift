@@ -97,7 +97,7 @@ extension FlowEngine {
 
     /// The rate a node shows (before quantizing), or nil when it is not drawn.
     func rate(of node: NodeState, inWidget position: Int, at now: Date) -> Double? {
-        value(of: node, inWidget: position, at: now).map { node.isMagnitude ? max(0, $0.raw) : $0.raw }
+        value(of: node, inWidget: position, at: now).map { node.setup.rate($0.raw) }
     }
 
     /// Remembers the balance while it is known (between offers: a burst still settling).

@@ -44,6 +44,10 @@ extension FlowEngine {
                 self.maxGapSeconds = maxGapSeconds
                 isBalance = config.rate == .balance
             }
+
+            /// The rate a node of signed value `raw` shows (before quantizing): inputs and the
+            /// output are magnitudes; exchange and storage are signed.
+            func rate(_ raw: Double) -> Double { place.slot == .inputs || place.slot == .output ? max(0, raw) : raw }
         }
 
         let setup: Setup
@@ -86,8 +90,6 @@ extension FlowEngine {
         var level: Int? { setup.level }
         var maxGapSeconds: Double { setup.maxGapSeconds }
         var isBalance: Bool { setup.isBalance }
-        /// Inputs and the output are magnitudes; exchange and storage are signed.
-        var isMagnitude: Bool { place.slot == .inputs || place.slot == .output }
         /// The total the widget shows: the shown account's.
         var total: EnergyTotal? {
             get { setup.shown.map { accounts[$0] } }
