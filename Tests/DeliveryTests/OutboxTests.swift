@@ -176,4 +176,48 @@ import Testing
         if ready != true { #expect(!threads.contains(offeringThread)) }
         #expect((recorder.asked.withLock { $0 } > 0) == (ready != nil))
     }
+
+    /// Offers from several threads at once, to a sink that is ready: some pushes go in place, the
+    /// rest by the sink's thread, never two deliveries at once, and every widget's patches arrive
+    /// in the order they were made and add up to its last document. The offers come a few
+    /// milliseconds apart, around the hold-off, so that both ways are taken, and each delivery
+    /// takes a while, so that one in place and one on the thread would meet if they could.
+    @Test func offersFromManyThreadsArriveInOrderWhereverTheyAreDelivered() throws {
+        let recorder = Recorder(blocking: false)
+        let widgets = (0..<4).map { "widget\($0)" }
+        let pushes = widgets.map { Self.pushes((0..<150).map(Double.init), widget: $0) }
+        let delivering = Atomic(0)
+        let overlapped = Atomic(false)
+        let outbox = try Outbox(
+            label: "watched", capacity: 10_000,
+            deliver: { batch in
+                if delivering.add(1, ordering: .sequentiallyConsistent).newValue > 1 { overlapped.store(true, ordering: .relaxed) }
+                usleep(500)
+                recorder.batches.withLock { $0.append(batch) }
+                recorder.threads.withLock { $0.append(pthread_self()) }
+                delivering.subtract(1, ordering: .sequentiallyConsistent)
+            },
+            onCoalesce: {}, isReady: { true })
+        let offering = Mutex<Set<UInt>>([])
+        DispatchQueue.concurrentPerform(iterations: widgets.count) { index in
+            offering.withLock { _ = $0.insert(UInt(pthread_self())) }
+            for (count, push) in pushes[index].enumerated() {
+                outbox.offer(push)
+                usleep(UInt32((count * 7 + index * 3) % 10) * 1000)  // 0 to 9 ms
+            }
+        }
+        #expect(outbox.stop(timeout: .seconds(30)))
+        let wereTwoAtOnce = overlapped.load(ordering: .relaxed)
+        #expect(!wereTwoAtOnce)
+        let delivered = recorder.delivered
+        for (index, widget) in widgets.enumerated() {
+            #expect(delivered.filter { $0.widget == widget }.map(\.patch) == pushes[index].map(\.patch))
+            #expect(recorder.shown[widget] == pushes[index].last!.document.json)
+        }
+        // Both ways were taken.
+        let threads = recorder.threads.withLock { $0 }
+        let offeringThreads = offering.withLock { $0 }
+        #expect(threads.contains { offeringThreads.contains(UInt($0)) })
+        #expect(threads.contains { !offeringThreads.contains(UInt($0)) })
+    }
 }
