@@ -92,10 +92,13 @@ public final class MQTTSink: Sink {
     /// Each message published, or refused by the connection.
     public var health: DeliveryHealth? { core.record.current }
 
+    /// With Home Assistant's discovery, the widgets' energy and money sensors.
+    public var takesAccounts: Bool { settings.homeAssistant != nil }
+
     /// A flow widget's accounts and money: published in the widget's sensors topic, on the sink's
     /// queue.
     public func take(accounts: WidgetAccounts) {
-        guard settings.homeAssistant != nil else { return }
+        guard takesAccounts else { return }
         core.later { $0.accounts(accounts) }
     }
 

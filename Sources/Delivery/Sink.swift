@@ -42,6 +42,9 @@ public protocol Sink: AnyObject, Sendable {
     /// Every account of a flow widget's nodes (kWh, full resolution), with each push of it and at
     /// most a minute apart while one moves: for sinks that carry energy sensors. Never blocks.
     func take(accounts: WidgetAccounts)
+    /// Whether `take(accounts:)` does anything: the daemon works the accounts out for the sinks
+    /// (the lifetime's, each period's money, the local day) only when one of them does.
+    var takesAccounts: Bool { get }
     /// How its deliveries went so far (the window shows it); nil for a sink that does not say.
     var health: DeliveryHealth? { get }
 }
@@ -56,6 +59,7 @@ extension Sink {
     public func reconfigure(_ flow: FlowConfig) {}
     /// The widget's document is all most sinks deliver.
     public func take(accounts: WidgetAccounts) {}
+    public var takesAccounts: Bool { false }
     public var health: DeliveryHealth? { nil }
 }
 

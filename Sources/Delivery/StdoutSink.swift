@@ -13,8 +13,9 @@ import Threads
 public final class StdoutSink: Sink {
     public let name = "stdout"
     private let outbox: Outbox
-    /// Each flow widget's accounts as they last came (`run --summary` says them under the push).
-    private let accounts: LatestAccounts
+    /// Each flow widget's accounts as they last came (`run --summary` says them under the push);
+    /// nil without a summary, their only reader.
+    private let accounts: LatestAccounts?
     /// How the writes went, for the window.
     private let record: DeliveryRecord
 
@@ -30,7 +31,7 @@ public final class StdoutSink: Sink {
         log: @escaping @Sendable (Diagnostic) -> Void
     ) throws(NamedThread.StartError) {
         let failed = OnceFlag()
-        let accounts = LatestAccounts()
+        let accounts = summary == nil ? nil : LatestAccounts()
         self.accounts = accounts
         let record = DeliveryRecord()
         self.record = record
@@ -49,7 +50,7 @@ public final class StdoutSink: Sink {
                     bytes.append(0x0A)
                     if let summary {
                         bytes.append(contentsOf: summary(push).utf8)
-                        if let known = accounts.latest.withLock({ $0[push.widget] }) {
+                        if let known = accounts?.latest.withLock({ $0[push.widget] }) {
                             let balance = AccountBalance(accountsKWh: FlowEngine.summed(known.accountsKWh))
                             bytes.append(contentsOf: "; day so far: \(balance.sides)".utf8)
                             if let money = known.money { bytes.append(contentsOf: "; money so far: \(money.text)".utf8) }
@@ -74,7 +75,9 @@ public final class StdoutSink: Sink {
     public var health: DeliveryHealth? { record.current }
 
     /// Kept for the summary; the NDJSON lines carry the widget's document only.
-    public func take(accounts: WidgetAccounts) { self.accounts.latest.withLock { $0[accounts.widget] = accounts } }
+    public func take(accounts: WidgetAccounts) { self.accounts?.latest.withLock { $0[accounts.widget] = accounts } }
+
+    public var takesAccounts: Bool { accounts != nil }
 
     @discardableResult
     public func stop(timeout: Duration) -> Bool { outbox.stop(timeout: timeout) }

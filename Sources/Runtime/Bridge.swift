@@ -55,6 +55,8 @@ final class Bridge: Sendable {
     let saving = Mutex(LogThrottle())
     let state: Mutex<State>
     let sinks: [any Sink]
+    /// The sinks that take the accounts (`Sink.takesAccounts`): for none, they are not worked out.
+    private let accountTakers: [any Sink]
     /// Where the state is saved; nil for a dry run, which writes nothing.
     let store: StateStore?
     let log: Logger
@@ -71,6 +73,7 @@ final class Bridge: Sendable {
         Self.countClosedDay(&state)
         self.state = Mutex(state)
         self.sinks = sinks
+        accountTakers = sinks.filter(\.takesAccounts)
         self.store = store
         self.log = log
         self.time = time
@@ -218,8 +221,9 @@ final class Bridge: Sendable {
             case .diagnostic(let diagnostic):
                 log.log(diagnostic)
             case .accounts(let widget, let at, let accounts, let money):
+                guard !accountTakers.isEmpty else { break }
                 let item = state.widgetAccounts(widget, at: at, accounts, money: money)
-                for sink in sinks { sink.take(accounts: item) }
+                for sink in accountTakers { sink.take(accounts: item) }
             case .sourceSilent, .sourceBack:
                 if let line = state.silences.line(for: output, zone: state.zone) { log.log(line) }
             case .closedDay, .closedSlot:

@@ -117,4 +117,13 @@ import Testing
         #expect(try !Self.sink(connection).receive(topic: "homeassistant/status", payload: Array("online".utf8), retained: false))
         sink.stop(timeout: .seconds(1))
     }
+
+    /// The accounts are worked out for this sink only when it publishes them: the energy and
+    /// money sensors of Home Assistant's discovery.
+    @Test(arguments: [false, true])
+    func takesAccountsOnlyForHomeAssistantsSensors(homeAssistant: Bool) throws {
+        let sink = try Self.sink(Connection(), homeAssistant: homeAssistant)
+        #expect(sink.takesAccounts == homeAssistant)
+        sink.stop(timeout: .seconds(1))
+    }
 }

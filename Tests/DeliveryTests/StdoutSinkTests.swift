@@ -92,4 +92,13 @@ import Testing
         let text = String(decoding: bytes.dropFirst(filler), as: UTF8.self)
         #expect(bytes.count > filler && text.hasPrefix(#"{"patch":{"content":"#) && text.hasSuffix("\"widget\":\"power\"}\n"), "\(text)")
     }
+
+    /// The accounts are worked out for standard output only when `run --summary` says them.
+    @Test(arguments: [false, true])
+    func takesAccountsOnlyForTheSummary(summary: Bool) throws {
+        let says: (@Sendable (OutgoingPush) -> String)? = summary ? { @Sendable _ in "" } : nil
+        let sink = try StdoutSink(fd: 1, zone: FixedOffsetZone(), summary: says, log: { _ in })
+        #expect(sink.takesAccounts == summary)
+        #expect(sink.stop(timeout: .seconds(10)))
+    }
 }

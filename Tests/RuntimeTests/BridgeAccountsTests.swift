@@ -18,6 +18,7 @@ import Testing
         let accounts = Mutex<[WidgetAccounts]>([])
         func take(_ push: WidgetPush) { pushes.withLock { $0.append(push) } }
         func take(accounts item: WidgetAccounts) { accounts.withLock { $0.append(item) } }
+        var takesAccounts: Bool { true }
         func stop(timeout: Duration) -> Bool { true }
     }
 
