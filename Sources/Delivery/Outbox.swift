@@ -40,7 +40,8 @@ public final class Outbox: Sendable {
     /// - Parameters:
     ///   - label: names the delivery thread (`sink LABEL`).
     ///   - capacity: pushes that may wait before they coalesce (at least 1).
-    ///   - deliver: runs on the outbox's own thread; it may block (a write, a request).
+    ///   - deliver: runs on the outbox's own thread, or on the offering thread when `isReady` said
+    ///     it would not wait; it may block (a write, a request).
     ///   - onCoalesce: called once, the first time pushes are coalesced.
     ///   - isReady: true when `deliver` of one push would not wait now; then a push after a quiet
     ///     spell is delivered on the offering thread. Nil: every push goes by the outbox's thread.

@@ -6,9 +6,9 @@ import Threads
 
 /// Pushes as NDJSON lines on standard output: `run --dry-run`, pipes, the demo.
 ///
-/// A line is written where the push is offered only when the write cannot wait (`Descriptor
-/// .hasRoom`); otherwise by the outbox's thread, so a reader that stops reading (a full pipe)
-/// stalls only this sink: its pushes coalesce, the daemon goes on. A reader that goes away for good
+/// A line is written where the push is offered only when the write would not wait
+/// (`FileDescriptor.hasRoom`); otherwise by the outbox's thread, so a reader that stops reading (a
+/// full pipe) stalls only this sink: its pushes coalesce, the daemon goes on. A reader that goes away for good
 /// (EPIPE) is said once; the pushes are dropped from then on.
 public final class StdoutSink: Sink {
     public let name = "stdout"
