@@ -109,7 +109,7 @@ private final class Drain: Sendable {
     private let taken = Mutex<[String: Taken]>([:])
 
     /// `Outbox.holdOff`, as the thread's timed wait takes it.
-    private static let holdOffNanoseconds = UInt64(Outbox.holdOff / .nanoseconds(1))
+    private static let holdOffNanoseconds = Wakeup.nanoseconds(Outbox.holdOff)
 
     init(
         capacity: Int, deliver: @escaping @Sendable ([OutgoingPush]) -> Void, onCoalesce: @escaping @Sendable () -> Void,
@@ -122,7 +122,7 @@ private final class Drain: Sendable {
     }
 
     func offer(_ push: WidgetPush) {
-        if isReady != nil, deliveredInPlace(push) { return }
+        if let isReady, deliveredInPlace(push, ifReady: isReady) { return }
         let (wakeUp, firstCoalescing) = waiting.withLock { state -> (Bool, Bool) in
             if state.stopped { return (false, false) }
             var coalescing = false
@@ -147,7 +147,7 @@ private final class Drain: Sendable {
 
     /// Delivers `push` on this thread when nothing else is being delivered or waits, the last
     /// delivery is a hold-off ago, and the sink is ready; false when the push is to be queued.
-    private func deliveredInPlace(_ push: WidgetPush) -> Bool {
+    private func deliveredInPlace(_ push: WidgetPush, ifReady isReady: () -> Bool) -> Bool {
         let now = Wakeup.now()
         let claimed = waiting.withLock { state in
             guard !state.deliveringInPlace, !state.deliveringOnThread, state.pushes.isEmpty, !state.closing, !state.stopped,
@@ -157,7 +157,7 @@ private final class Drain: Sendable {
             return true
         }
         guard claimed else { return false }
-        let ready = isReady!()
+        let ready = isReady()
         if ready { send([push]) }
         let wakeUp = waiting.withLock { state in
             state.deliveringInPlace = false
@@ -195,8 +195,7 @@ private final class Drain: Sendable {
         close()
         // Also ends a hold-off: whatever waits for its end goes now.
         wake.signal()
-        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-        guard ended.wait(until: Wakeup.now() + UInt64(max(0, nanoseconds))) else {
+        guard ended.wait(until: Wakeup.now() + Wakeup.nanoseconds(timeout)) else {
             waiting.withLock { $0.stopped = true }
             return false
         }

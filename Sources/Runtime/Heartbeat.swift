@@ -72,7 +72,7 @@ final class Heartbeat: Service {
     /// beats do not drift by what they take; after a pause longer than a beat (a suspended
     /// machine, a stopped process) the next one is an interval from now.
     private func beatUntilStopped() {
-        let step = UInt64(interval / .nanoseconds(1))
+        let step = Wakeup.nanoseconds(interval)
         var due = Wakeup.now() + step
         while !beats.withLock({ $0.stopped }) {
             // Signalled: the stop, which the loop's condition sees.

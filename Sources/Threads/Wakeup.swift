@@ -41,6 +41,12 @@ public final class Wakeup: @unchecked Sendable {
         return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 
+    /// `duration` as `now()` and `wait(until:)` count: nanoseconds, none below 0.
+    public static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        return UInt64(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+    }
+
     /// Ends the wait under way, or else the next one at once. Signals do not add up: one wait
     /// takes every signal given before it.
     public func signal() {

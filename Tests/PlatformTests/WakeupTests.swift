@@ -52,4 +52,17 @@ import Threads
         waited.wait()
         #expect(result.withLock { $0 } == true)
     }
+
+    /// A duration as the waits count it: nanoseconds, a fraction of one dropped, none below 0.
+    @Test(arguments: [
+        (Duration.seconds(1), 1_000_000_000 as UInt64),
+        (Duration.milliseconds(5), 5_000_000 as UInt64),
+        (Duration.seconds(3600) + .nanoseconds(7), 3_600_000_000_007 as UInt64),
+        (Duration(secondsComponent: 0, attosecondsComponent: 999_999_999), 0 as UInt64),
+        (Duration.zero, 0 as UInt64),
+        (Duration.milliseconds(-5), 0 as UInt64),
+    ])
+    func aDurationInNanoseconds(duration: Duration, nanoseconds: UInt64) {
+        #expect(Wakeup.nanoseconds(duration) == nanoseconds)
+    }
 }
