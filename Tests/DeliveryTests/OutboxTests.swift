@@ -41,18 +41,27 @@ import Testing
         let canTell: Bool
         /// How often it was asked.
         let asked = Mutex(0)
+        /// How long each delivery takes, beyond the gate.
+        let deliveryMicroseconds: UInt32
+        /// Deliveries under way, and whether two ever were at once.
+        let delivering = Atomic(0)
+        let overlapped = Atomic(false)
         /// `ready`: nil for a sink that cannot tell.
-        init(blocking: Bool, ready: Bool? = nil) {
+        init(blocking: Bool, ready: Bool? = nil, deliveryMicroseconds: UInt32 = 0) {
             self.blocking = blocking
             self.ready = Mutex(ready ?? false)
             canTell = ready != nil
+            self.deliveryMicroseconds = deliveryMicroseconds
         }
 
         func outbox(capacity: Int) throws -> Outbox {
             try Outbox(
                 label: "test", capacity: capacity,
                 deliver: { pushes in
+                    if self.delivering.add(1, ordering: .sequentiallyConsistent).newValue > 1 { self.overlapped.store(true, ordering: .relaxed) }
+                    defer { self.delivering.subtract(1, ordering: .sequentiallyConsistent) }
                     if self.blocking { self.gate.wait() }
+                    if self.deliveryMicroseconds > 0 { usleep(self.deliveryMicroseconds) }
                     self.batches.withLock { $0.append(pushes) }
                     self.threads.withLock { $0.append(pthread_self()) }
                     self.batchDelivered.signal()
@@ -183,21 +192,10 @@ import Testing
     /// milliseconds apart, around the hold-off, so that both ways are taken, and each delivery
     /// takes a while, so that one in place and one on the thread would meet if they could.
     @Test func offersFromManyThreadsArriveInOrderWhereverTheyAreDelivered() throws {
-        let recorder = Recorder(blocking: false)
+        let recorder = Recorder(blocking: false, ready: true, deliveryMicroseconds: 500)
         let widgets = (0..<4).map { "widget\($0)" }
         let pushes = widgets.map { Self.pushes((0..<150).map(Double.init), widget: $0) }
-        let delivering = Atomic(0)
-        let overlapped = Atomic(false)
-        let outbox = try Outbox(
-            label: "watched", capacity: 10_000,
-            deliver: { batch in
-                if delivering.add(1, ordering: .sequentiallyConsistent).newValue > 1 { overlapped.store(true, ordering: .relaxed) }
-                usleep(500)
-                recorder.batches.withLock { $0.append(batch) }
-                recorder.threads.withLock { $0.append(pthread_self()) }
-                delivering.subtract(1, ordering: .sequentiallyConsistent)
-            },
-            onCoalesce: {}, isReady: { true })
+        let outbox = try recorder.outbox(capacity: 10_000)
         let offering = Mutex<Set<UInt>>([])
         DispatchQueue.concurrentPerform(iterations: widgets.count) { index in
             offering.withLock { _ = $0.insert(UInt(pthread_self())) }
@@ -207,7 +205,7 @@ import Testing
             }
         }
         #expect(outbox.stop(timeout: .seconds(30)))
-        let wereTwoAtOnce = overlapped.load(ordering: .relaxed)
+        let wereTwoAtOnce = recorder.overlapped.load(ordering: .relaxed)
         #expect(!wereTwoAtOnce)
         let delivered = recorder.delivered
         for (index, widget) in widgets.enumerated() {
