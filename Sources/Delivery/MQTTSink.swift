@@ -235,12 +235,13 @@ private final class Core: Sendable {
 
     /// Lets the events queued before it run, up to `timeout`; nothing is published after.
     func stop(timeout: Duration) -> Bool {
-        let done = DispatchSemaphore(value: 0)
+        // On the monotonic clock (see `Wakeup`): a wall clock stepped back must not hold the stop.
+        let done = Wakeup()
         queue.async {
             self.stopped.store(true, ordering: .releasing)
             done.signal()
         }
-        let finished = done.wait(timeout: .now() + .nanoseconds(Int(max(0, timeout.seconds) * 1e9))) == .success
+        let finished = done.wait(until: Wakeup.now() + Wakeup.nanoseconds(timeout))
         stopped.store(true, ordering: .releasing)
         return finished
     }

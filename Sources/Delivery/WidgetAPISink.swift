@@ -1,4 +1,3 @@
-import Dispatch
 import FlowCore
 import Threads
 import FoundationEssentials
@@ -33,8 +32,11 @@ public final class WidgetAPISink: Sink {
     }
 
     fileprivate let mailbox = Mutex(Mailbox())
-    fileprivate let wake = DispatchSemaphore(value: 0)
-    fileprivate let ended = DispatchSemaphore(value: 0)
+    /// The thread's waits (for a document, the retry's time) and the stop's wait for its end, on
+    /// the monotonic clock (see `Wakeup`): a wall clock stepped back must not hold a retry, or
+    /// a stop, for as long as the step.
+    fileprivate let wake = Wakeup()
+    fileprivate let ended = Wakeup()
     fileprivate let abort = AbortFlag()
     fileprivate let log: @Sendable (Diagnostic) -> Void
     /// How the requests went, for the window.
@@ -99,8 +101,7 @@ public final class WidgetAPISink: Sink {
             return !mailbox.stopping
         }
         if first { wake.signal() }
-        let nanoseconds = Int(max(0, timeout.seconds) * 1e9)
-        guard ended.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success else {
+        guard ended.wait(until: Wakeup.now() + Wakeup.nanoseconds(timeout)) else {
             abort.set()
             return false
         }
@@ -173,8 +174,7 @@ private final class DeliveryWorker: @unchecked Sendable {
                 send(request)
             case .wait(let until):
                 if stopping { return }
-                let seconds = max(0, (until - .now).seconds)
-                _ = sink.wake.wait(timeout: .now() + .nanoseconds(Int(seconds * 1e9)))
+                sink.wake.wait(until: Wakeup.now() + Wakeup.nanoseconds(until - .now))
             case .idle:
                 if stopping { return }
                 sink.wake.wait()

@@ -1,5 +1,4 @@
 import CMosquitto
-import Dispatch
 import FlowCore
 import Threads
 import Synchronization
@@ -140,7 +139,7 @@ private let sslVerifyNone: Int32 = 0
 
 /// How long `stop(finalMessage:)` waits for the broker to acknowledge the final message: short
 /// enough that a whole stop, the network thread's join included, stays within the daemon's 2 s.
-private let finalMessageTimeout = DispatchTimeInterval.milliseconds(1500)
+private let finalMessageTimeout = Duration.milliseconds(1500)
 
 /// The longest the network thread sits in `select()`; bounds how late it notices `stop()` while a
 /// connect is pending. Publishes and disconnects wake it at once through libmosquitto's socket pair.
@@ -213,9 +212,12 @@ final class Connection: @unchecked Sendable {
     private let lifecycle = Mutex(Phase.created)
     /// What the callbacks update; held only briefly, never across a libmosquitto call.
     private let state: Mutex<State>
-    private let acked = DispatchSemaphore(value: 0)
-    /// Cuts the backoff sleep short when `stop` is called.
-    private let wake = DispatchSemaphore(value: 0)
+    /// Signalled at each acknowledgement `stop` waits for.
+    private let acked = Wakeup()
+    /// Cuts the backoff sleep short when `stop` is called. Both waits are on the monotonic clock
+    /// (see `Wakeup`): a wall clock stepped back during a backoff would keep the daemon off its
+    /// broker, and its readings unread, for as long as the step.
+    private let wake = Wakeup()
 
     init(options: MQTTOptions, subscriptions: [String], qos: QoS, events: MQTTEvents) throws {
         handle = try Self.makeHandle(options)
@@ -489,7 +491,8 @@ final class Connection: @unchecked Sendable {
             if stopRequested { break }
             let connectedAt = state.withLock { s in defer { s.connectedSinceBackoff = nil }; return s.connectedSinceBackoff }
             let connectedFor = connectedAt.map { $0.duration(to: .now) / .seconds(1) }
-            _ = wake.wait(timeout: .now() + .milliseconds(backoff.attemptEnded(connectedForSeconds: connectedFor)))
+            let backoffNanoseconds = UInt64(max(0, backoff.attemptEnded(connectedForSeconds: connectedFor))) * 1_000_000
+            wake.wait(until: Wakeup.now() + backoffNanoseconds)
         }
         // Orderly end: DISCONNECT (so the broker does not publish the will), written before we leave.
         if mosquitto_socket(handle) != -1 {
@@ -574,9 +577,9 @@ final class Connection: @unchecked Sendable {
         defer { state.withLock { $0.collectAcks = false; $0.ackedMids = [] } }
         var mid: Int32 = 0
         guard rawPublish(topic: message.topic, payload: message.payload, qos: QoS.atLeastOnce.level, retain: message.retain, mid: &mid) == success else { return }
-        let deadline = DispatchTime.now() + finalMessageTimeout
+        let deadline = Wakeup.now() + Wakeup.nanoseconds(finalMessageTimeout)
         while !state.withLock({ $0.ackedMids.contains(mid) }) {
-            if acked.wait(timeout: deadline) == .timedOut { return }
+            guard acked.wait(until: deadline) else { return }
         }
     }
 

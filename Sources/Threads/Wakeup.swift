@@ -5,7 +5,7 @@ import Musl
 #endif
 
 /// A thread's wait that another thread can end early, timed on the monotonic clock: the clock's
-/// beat, a sink's hold-off.
+/// beat, a sink's hold-off and retry, the broker's reconnect backoff, a stop's bounded wait.
 ///
 /// `DispatchSemaphore.wait(timeout:)` waits in `sem_timedwait`, whose deadline is on the wall
 /// clock: a wall clock stepped back during the wait (NTP at boot, a person, a Pi's saved clock)
