@@ -1,4 +1,5 @@
 import Configuration
+import FlowCore
 import FoundationEssentials
 import Glibc
 import Mosquitto
@@ -88,7 +89,7 @@ struct RecordCommand: Command {
         shared.log.log(.info, "recording \(counted(topics.count, "topic")) from \(address) to \(output.name)\(seconds.map { " for \(ListenReport.age($0))" } ?? " until SIGTERM or SIGINT")")
         let started = ContinuousClock.now
         let (outcome, stop, recorded) = await record(client: client, config: config, into: output, signals: signals)
-        let elapsed = (ContinuousClock.now - started) / .seconds(1)
+        let elapsed = (ContinuousClock.now - started).seconds
         let connected = outcome?.connected == true
         output.finish(removing: !connected)
         guard connected else {

@@ -277,8 +277,3 @@ public struct WidgetDelivery: Sendable {
         return "\(JSONValue.format((seconds / 6).rounded() / 10)) min"
     }
 }
-
-extension Duration {
-    /// The duration in seconds, fractions included.
-    var seconds: Double { self / .seconds(1) }
-}

@@ -490,7 +490,7 @@ final class Connection: @unchecked Sendable {
             }
             if stopRequested { break }
             let connectedAt = state.withLock { s in defer { s.connectedSinceBackoff = nil }; return s.connectedSinceBackoff }
-            let connectedFor = connectedAt.map { $0.duration(to: .now) / .seconds(1) }
+            let connectedFor = connectedAt.map { $0.duration(to: .now).seconds }
             let backoffNanoseconds = UInt64(max(0, backoff.attemptEnded(connectedForSeconds: connectedFor))) * 1_000_000
             wake.wait(until: Wakeup.now() + backoffNanoseconds)
         }

@@ -1,3 +1,4 @@
+import FlowCore
 import FoundationEssentials
 
 /// The daemon's clock: the wall clock, or, for the demo and for tests of whole days, the simulated
@@ -31,7 +32,7 @@ package struct DaemonTime: Sendable {
     package func read() -> (now: Date, monotonic: ContinuousClock.Instant) {
         guard speed != 1 else { return (Date(), ContinuousClock.now) }
         let elapsed = monotonicOrigin.duration(to: ContinuousClock.now)
-        let seconds = max(0, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18) * speed
+        let seconds = max(0, elapsed.seconds) * speed
         return (origin.addingTimeInterval(seconds), monotonicOrigin.advanced(by: .seconds(seconds)))
     }
 }
