@@ -67,10 +67,11 @@ public struct PowerHistory: Sendable {
     /// Per local day (by its start, in order), the lowest and the highest rate pushed: the value
     /// axis covers them where a column's mean no longer holds them.
     private(set) var extremes: [(day: Date, rates: ClosedRange<Double>)] = []
-    /// Per place: the node's latest name, and the first color it had while not held (a held node
-    /// is sent gray, which would make every held line look alike).
-    private(set) var names: [NodePlace: String] = [:]
-    private(set) var colors: [NodePlace: WidgetColor] = [:]
+    /// Per place (`NodePlace.index`): the node's latest name, and the first color it had while
+    /// not held (a held node is sent gray, which would make every held line look alike). By
+    /// index: as dictionaries, each push hashed every place twice.
+    private(set) var names = InlineArray<6, String?>(repeating: nil)
+    private(set) var colors = InlineArray<6, WidgetColor?>(repeating: nil)
     private(set) var unit: String?
     /// The local day `day(of:)` looked up last.
     private var keptDay: LocalDay?
@@ -88,8 +89,8 @@ public struct PowerHistory: Sendable {
             push.setRate(rate, at: place.index)
             lowest = min(lowest, rate)
             highest = max(highest, rate)
-            names[place] = node.name ?? FlowPicture.defaultName(of: place, inputCount: flow.inputs?.count ?? 0)
-            if colors[place] == nil, !held.contains(place), let color = WidgetColor(node.color) { colors[place] = color }
+            names[place.index] = node.name ?? FlowPicture.defaultName(of: place, inputCount: flow.inputs?.count ?? 0)
+            if colors[place.index] == nil, !held.contains(place), let color = WidgetColor(node.color) { colors[place.index] = color }
         }
         unit = flow.unit
         let day = day(of: at)
@@ -112,9 +113,16 @@ public struct PowerHistory: Sendable {
         pushes.append(push)
     }
 
+    /// `record`, for a daemon, which keeps only today's pushes: the days before that of `at` are
+    /// let go. One call, so that a history kept in a dictionary is looked up once per push.
+    public mutating func recordToday(_ flow: FlowContent, held: Set<NodePlace>, at: Date) {
+        record(flow, held: held, at: at)
+        dropDays(beforeDayOf: at)
+    }
+
     /// Lets go of the pushes before the local day of `instant` but the last of them (what was
-    /// shown at its start): a daemon keeps only today's.
-    public mutating func dropDays(beforeDayOf instant: Date) {
+    /// shown at its start).
+    private mutating func dropDays(beforeDayOf instant: Date) {
         let start = day(of: instant).start
         if let first = extremes.first, first.day < start { extremes.removeAll { $0.day < start } }
         guard let first = pushes.firstIndex(where: { $0.at >= start }) ?? (pushes.isEmpty ? nil : pushes.count), first > 1 else { return }
@@ -258,7 +266,7 @@ public struct DayChart: Sendable {
                 let value = rate / divisor
                 let at = push.at
                 var line = lines[place]
-                    ?? Series(place: place, name: history.names[place] ?? "", color: history.colors[place] ?? .slotDefault(place), segments: [])
+                    ?? Series(place: place, name: history.names[place.index] ?? "", color: history.colors[place.index] ?? .slotDefault(place), segments: [])
                 if open.contains(place), let previous = line.segments[line.segments.count - 1].last {
                     if at > previous.at { line.segments[line.segments.count - 1].append(Sample(at: at, value: previous.value)) }
                     if value != previous.value { line.segments[line.segments.count - 1].append(Sample(at: at, value: value)) }

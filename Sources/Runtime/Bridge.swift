@@ -256,8 +256,7 @@ final class Bridge: Sendable {
     private func recordChart(_ push: PatchPolicy.Push, of widget: String, at: Date, _ state: inout State) {
         guard case .flow(let flow) = push.document else { return }
         let zone = state.zone
-        state.histories[widget, default: PowerHistory(zone: zone)].record(flow, held: push.held.nodes, at: at)
-        state.histories[widget]?.dropDays(beforeDayOf: at)
+        state.histories[widget, default: PowerHistory(zone: zone)].recordToday(flow, held: push.held.nodes, at: at)
     }
 
     /// The state file's content: the engine's day, what each sink keeps, the lifetime accounts,

@@ -155,8 +155,7 @@ struct CentralEurope2026: LocalTimeZone {
         var history = PowerHistory(zone: CentralEurope2026())
         func push(home: Double, at time: String) {
             let at = RFC3339.parse(time)!
-            history.record(Self.flow(solar: nil, home: home, battery: nil, grid: home), held: [], at: at)
-            history.dropDays(beforeDayOf: at)
+            history.recordToday(Self.flow(solar: nil, home: home, battery: nil, grid: home), held: [], at: at)
         }
         func home(_ charts: [DayChart], _ index: Int) -> [DayChart.Sample] { charts[index].series.first { $0.name == "Home" }?.samples ?? [] }
         push(home: 500, at: "2026-06-01T20:00:00+02:00")
@@ -258,8 +257,7 @@ extension DayChartTests {
         while midnight.addingTimeInterval(day.time(step)) < end {
             let at = midnight.addingTimeInterval(day.time(step))
             let flow = day.flow(step)
-            history.record(flow, held: [], at: at)
-            history.dropDays(beforeDayOf: at)
+            history.recordToday(flow, held: [], at: at)
             var push = PowerHistory.Push(at: at)
             flow.forEachNode { place, node in push.setRate(node.rate!, at: place.index) }
             every.append(push)
