@@ -224,8 +224,7 @@ final class Bridge: Sendable {
         for output in outputs {
             switch output {
             case .push(let widget, let at, let push):
-                let sequence = state.sequences[widget, default: 0] + 1
-                state.sequences[widget] = sequence
+                let sequence = Self.increment(&state.sequences[widget, default: 0])
                 let item = WidgetPush(
                     widget: widget, at: at, sequence: sequence, patch: push.contentPatch, document: push.document,
                     held: push.held, isFullContent: push.isFullContent)
@@ -245,6 +244,12 @@ final class Bridge: Sendable {
                 state.lastRefusals[refusal.source] = refusal  // the log has each one's line, rate-limited
             }
         }
+    }
+
+    /// `count` plus one, into `count`: a push's sequence, counted in one look at the dictionary.
+    private static func increment(_ count: inout UInt64) -> UInt64 {
+        count += 1
+        return count
     }
 
     /// The engine's last closed day into the lifetime accounts (once: `LifetimeAccounts.add`).
