@@ -67,7 +67,8 @@ final class Bridge: Sendable {
     let saving = Mutex(LogThrottle())
     let state: Mutex<State>
     let sinks: [any Sink]
-    /// The sinks that take the accounts (`Sink.takesAccounts`): for none, they are not worked out.
+    /// The sinks that take the accounts (`Sink.takesAccounts`): for none, the engine hands over
+    /// none (`FlowEngine.handsOverAccounts`).
     private let accountTakers: [any Sink]
     /// Where the state is saved; nil for a dry run, which writes nothing.
     let store: StateStore?
@@ -79,13 +80,14 @@ final class Bridge: Sendable {
         engine: FlowEngine, lifetime: LifetimeAccounts = LifetimeAccounts(), config: DaemonConfig, zone: any LocalTimeZone, sinks: [any Sink],
         store: StateStore?, book: BookQueue = BookQueue(), log: Logger, time: DaemonTime = .wall
     ) {
+        accountTakers = sinks.filter(\.takesAccounts)
         var state = State(engine: engine, config: config, zone: zone, book: book)
+        state.engine.handsOverAccounts = !accountTakers.isEmpty
         state.lifetime = lifetime
         state.bookCovered = engine.day != nil
         Self.countClosedDay(&state)
         self.state = Mutex(state)
         self.sinks = sinks
-        accountTakers = sinks.filter(\.takesAccounts)
         self.store = store
         self.log = log
         self.time = time
@@ -233,7 +235,6 @@ final class Bridge: Sendable {
             case .diagnostic(let diagnostic):
                 log.log(diagnostic)
             case .accounts(let widget, let at, let accounts, let money):
-                guard !accountTakers.isEmpty else { break }
                 let item = state.widgetAccounts(widget, at: at, accounts, money: money)
                 for sink in accountTakers { sink.take(accounts: item) }
             case .sourceSilent, .sourceBack:

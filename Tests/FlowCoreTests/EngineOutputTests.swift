@@ -37,6 +37,31 @@ import Testing
         RefusalCase(name: "beyond max_payload", topic: "home/solar", payload: String(repeating: "1", count: 65), reason: "oversized 65 of 64", rejected: false),
     ]
 
+    /// With `handsOverAccounts` off (no sink of the daemon takes them), a widget pushed at every
+    /// reading goes out as before, and no accounts at all: not with the pushes, not on the ticks
+    /// between them.
+    @Test func accountsGoOutOnlyWhenHandedOver() {
+        let config = FlowConfig(
+            sources: Self.config().sources, widgets: Self.config().widgets,
+            tariff: TariffConfig(importPrice: PriceConfig(base: .fixed(0.3)), standingChargePerDay: 2.40))
+        var handing = EngineHarness(config)
+        var keeping = EngineHarness(config)
+        keeping.engine.handsOverAccounts = false
+        func send(_ topic: String, _ payload: String, at seconds: Double) {
+            handing.send(topic, payload, at: seconds)
+            keeping.send(topic, payload, at: seconds)
+        }
+        for step in 0...60 {
+            send("home/solar", "\(1000 + step)", at: Self.t0 + Double(step) * 10)
+            send("home/grid", #"{"power": \#(200 - step)}"#, at: Self.t0 + Double(step) * 10 + 5)
+        }
+        #expect(handing.pushes.count > 100)
+        #expect(keeping.pushes.map(\.at) == handing.pushes.map(\.at))
+        #expect(keeping.pushes.map(\.push.patch) == handing.pushes.map(\.push.patch))
+        #expect(!handing.accountOutputs.isEmpty && !handing.moneyOutputs.isEmpty)
+        #expect(keeping.accountOutputs.isEmpty && keeping.moneyOutputs.isEmpty)
+    }
+
     @Test(arguments: refusals)
     func aRefusedPayloadSaysWhy(_ test: RefusalCase) throws {
         var home = EngineHarness(Self.config())

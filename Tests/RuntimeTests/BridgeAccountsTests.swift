@@ -18,8 +18,32 @@ import Testing
         let accounts = Mutex<[WidgetAccounts]>([])
         func take(_ push: WidgetPush) { pushes.withLock { $0.append(push) } }
         func take(accounts item: WidgetAccounts) { accounts.withLock { $0.append(item) } }
-        var takesAccounts: Bool { true }
+        let takesAccounts: Bool
+        init(takesAccounts: Bool = true) { self.takesAccounts = takesAccounts }
         func stop(timeout: Duration) -> Bool { true }
+    }
+
+    /// The engine works out accounts only for a bridge with a sink that takes them, and an engine
+    /// reloaded in its place does as it did; the pushes go out either way.
+    @Test(arguments: [true, false])
+    func theEngineHandsOverAccountsOnlyWhenASinkTakesThem(takes: Bool) throws {
+        let config = try DaemonConfig.parse("""
+            timezone: UTC
+            sources: {load: {topic: l}}
+            widgets: {w: {template: flow, flow: {output: {rate: load, total: integrate}}, policy: {min_interval: 0s, settle: 0s}}}
+            """, file: "c.yaml")
+        let zone = try #require(SystemTimeZone(identifier: "UTC"))
+        let recorder = Recorder(takesAccounts: takes)
+        let bridge = Bridge(
+            engine: FlowEngine(config: config.flow, zone: zone), config: config, zone: zone, sinks: [recorder], store: nil,
+            log: Logger(threshold: .error))
+        #expect(bridge.state.withLock { $0.engine.handsOverAccounts } == takes)
+        let start = Date(timeIntervalSince1970: 1_780_272_000 + 3600)
+        _ = try bridge.replaceEngine(config: config, at: start)
+        #expect(bridge.state.withLock { $0.engine.handsOverAccounts } == takes)
+        bridge.receive("3600", on: "l", every: 10, steps: 0...12, from: start, monotonic: ContinuousClock.now)
+        #expect(recorder.pushes.withLock(\.count) >= 2)
+        #expect(recorder.accounts.withLock(\.isEmpty) == !takes)
     }
 
     /// A widget pushed at most every 5 minutes, 3600 W read every 10 s for 10 minutes: the sink

@@ -112,6 +112,7 @@ extension FlowEngine {
     /// resolution the sensors carry (a Wh, a ten-thousandth of the currency) or were never sent.
     /// A push at every reading would otherwise build and hand over the same accounts each time.
     mutating func sendAccounts(of position: Int, at now: Date, into out: inout [Output]) {
+        guard handsOverAccounts else { return }
         let money = moneyReport(of: position, at: now)
         sendAccounts(of: position, at: now, money: money, ifMovedSince: board.widgets[position].flow!.accountsSentAt, into: &out)
     }
@@ -119,6 +120,7 @@ extension FlowEngine {
     /// On a tick: the accounts of every widget whose accounts moved (at Wh resolution) and whose
     /// last went out a minute ago or more, though its widget is not pushed (a long `min_interval`).
     mutating func sendMovedAccounts(at now: Date, into out: inout [Output]) {
+        guard handsOverAccounts else { return }
         for position in flowPositions {
             guard let sentAt = movedAccountsSentAt(of: position), now.timeIntervalSince(sentAt) >= Self.accountsIntervalSeconds else { continue }
             sendAccounts(of: position, at: now, money: moneyReport(of: position, at: now), ifMovedSince: sentAt, into: &out)

@@ -6,7 +6,9 @@ extension FlowEngine {
     /// Takes over what the widgets of `old` (the engine of a config being reloaded) were sent, for
     /// widgets of the same name: the next push is a patch from what each widget shows. And what
     /// `old` knew of the connection: when it subscribed, and which sources of the same name spoke.
+    /// Its accounts go out if `old`'s did (`handsOverAccounts`: the sinks did not change).
     public mutating func adoptDeliveries(from old: FlowEngine) {
+        handsOverAccounts = old.handsOverAccounts
         for position in board.widgets.indices {
             if let previous = old.board.widgets.first(where: { $0.name == board.widgets[position].name }) { board.widgets[position].adopt(previous) }
         }

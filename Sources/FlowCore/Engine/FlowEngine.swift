@@ -120,6 +120,11 @@ public struct FlowEngine: Sendable {
     /// The day's prices, and what the log said of energy without one.
     var pricing: DayPricing
 
+    /// Whether the flow widgets' accounts go out (`Output.accounts`). The daemon turns it off when
+    /// none of its sinks takes them (`Sink.takesAccounts`: a widget API, a stdout without its
+    /// summary): a widget pushed at every reading built them for nothing at each push.
+    public var handsOverAccounts = true
+
     /// The time of the latest event taken: deadlines are what comes after it.
     public var clock: Date? { dayClock.timeline.latest }
 
