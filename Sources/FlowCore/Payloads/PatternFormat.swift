@@ -9,8 +9,18 @@
 public struct PatternFormat: @unchecked Sendable, Hashable {
     /// The pattern as written, for messages and equality (a compiled `Regex` has neither).
     public let pattern: String
+    /// The compiled pattern, behind a reference. `Regex` comes from a library built for evolution,
+    /// whose types' layout is known only when the program runs: held in place, it made every type
+    /// around it (the decoder, each source's config and state, the engine) one whose every copy and
+    /// field went through the runtime's metadata, at every message, for every source.
+    private let compiled: Compiled
+    var regex: Regex<(Substring, Substring)> { compiled.regex }
+
     // `Regex` is immutable once made; it is only matched, never changed, so sharing it is safe.
-    let regex: Regex<(Substring, Substring)>
+    private final class Compiled: @unchecked Sendable {
+        let regex: Regex<(Substring, Substring)>
+        init(_ regex: Regex<(Substring, Substring)>) { self.regex = regex }
+    }
 
     public struct SyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
         public var description: String
@@ -25,7 +35,7 @@ public struct PatternFormat: @unchecked Sendable, Hashable {
         guard let typed = Regex<(Substring, Substring)>(compiled) else {
             throw SyntaxError(description: "the regex '\(pattern)' needs exactly one capture group ( … ) around the number, not optional (write (?: … ) for groups that only group)")
         }
-        regex = typed
+        self.compiled = Compiled(typed)
     }
 
     /// The longest payload a pattern is matched against. A sentence with a number in it is short;
