@@ -131,7 +131,7 @@ extension FlowEngine {
             reject(position, topic: topic, problem: problem, reason: reason, at: now, into: &out)
             return false
         }
-        let decoded = setup.config.decoder.decode(payload)
+        let decoded = setup.decode(payload)
         if setup.config.decoder.path != nil { watchField(position, missing: decoded == .noField, at: now, into: &out) }
         let problem: String
         let reason: Refusal.Reason

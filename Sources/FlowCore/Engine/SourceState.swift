@@ -32,6 +32,11 @@ extension FlowEngine {
                 self.direction = direction
                 self.isFlag = isFlag
             }
+
+            /// A payload decoded by the source's decoder, in place: called through the config from
+            /// outside (`setup.config.decoder.decode`), the decoder was copied for the call, a
+            /// retain and a release of each of its parts at every message.
+            func decode(_ payload: [UInt8]) -> DecodedPayload { config.decoder.decode(payload) }
         }
 
         let setup: Setup
