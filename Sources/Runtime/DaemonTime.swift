@@ -13,15 +13,18 @@ package struct DaemonTime: Sendable {
     /// stands at it until then (the daemon may be up before the simulated home starts).
     package let origin: Date
     /// The monotonic instant at `origin`, from which the monotonic clock runs at `speed` too (the
-    /// engine tells a stepped wall clock by comparing the two).
-    private let monotonicOrigin: ContinuousClock.Instant
+    /// engine tells a stepped wall clock by comparing the two), as the time since `monotonicBase`:
+    /// with a `ContinuousClock.Instant` in place, a type whose layout is known only when the
+    /// program runs, the clock was copied through the runtime's metadata at every message.
+    private let monotonicOrigin: Duration
+    private static let monotonicBase = ContinuousClock.now
 
     package static let wall = DaemonTime(speed: 1, origin: Date())
 
     package init(speed: Double, origin: Date) {
         self.speed = speed
         self.origin = origin
-        monotonicOrigin = ContinuousClock.now.advanced(by: .seconds(origin.timeIntervalSinceNow))
+        monotonicOrigin = Self.monotonicBase.duration(to: .now) + .seconds(origin.timeIntervalSinceNow)
     }
 
     package func now() -> Date { read().now }
@@ -31,8 +34,8 @@ package struct DaemonTime: Sendable {
     /// between the two readings would look, N times magnified, like a step.
     package func read() -> (now: Date, monotonic: ContinuousClock.Instant) {
         guard speed != 1 else { return (Date(), ContinuousClock.now) }
-        let elapsed = monotonicOrigin.duration(to: ContinuousClock.now)
+        let elapsed = Self.monotonicBase.duration(to: .now) - monotonicOrigin
         let seconds = max(0, elapsed.seconds) * speed
-        return (origin.addingTimeInterval(seconds), monotonicOrigin.advanced(by: .seconds(seconds)))
+        return (origin.addingTimeInterval(seconds), Self.monotonicBase.advanced(by: monotonicOrigin + .seconds(seconds)))
     }
 }
