@@ -148,8 +148,10 @@ extension FlowEngine {
         out.append(.accounts(widget: board.widgets[position].name, at: now, Self.accounts(of: board.widgets[position].flow!), money: money))
     }
 
-    /// When the accounts of a widget are next due without a push, if they moved.
+    /// When the accounts of a widget are next due without a push, if they moved; never while
+    /// none go out (asked before every message).
     var accountsDeadline: Date? {
+        guard handsOverAccounts else { return nil }
         var next: Date?
         for position in flowPositions {
             guard let sentAt = movedAccountsSentAt(of: position) else { continue }
