@@ -24,8 +24,8 @@ struct InsecureTLSTests {
         let daemon = try RunTests.Daemon(broker: broker, extra: ", tls: {insecure: true}")
         #expect(await daemon.waitFor("broker connection:"), "\(daemon.text)")
         // Counted once the handshake has been retried (the broker sees the daemon come twice more).
-        let connections = broker.logCount("New connection from")
-        #expect(await broker.waitForLog("New connection from", count: connections + 2), "\(broker.log)")
+        let connections = broker.connectionAttempts
+        #expect(await broker.waitForConnectionAttempts(connections + 2), "\(broker.log)")
         #expect(daemon.text.components(separatedBy: TLSOptions.insecureWarning).count == 2, "\(daemon.text)")
         await daemon.stop()
     }

@@ -182,6 +182,17 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// How many times the log holds `text` so far.
     public func logCount(_ text: String) -> Int { log.components(separatedBy: text).count - 1 }
 
+    /// The client connections the broker has taken, one log line each: "New connection from" once
+    /// established, or "Client connection from … failed" when a TLS handshake failed while the
+    /// broker accepted it. Which of the two a refused handshake gives depends on when the client's
+    /// alert arrives, so a count of retries counts both.
+    public var connectionAttempts: Int { logCount("New connection from") + logCount("Client connection from") }
+
+    /// Waits until the broker has taken `count` client connections (`connectionAttempts`).
+    public func waitForConnectionAttempts(_ count: Int, timeout: Duration = readinessTimeout) async -> Bool {
+        await eventually(timeout: timeout) { connectionAttempts >= count }
+    }
+
     /// Waits until the log contains `text` at least `count` times. Useful to know that a client's
     /// SUBSCRIBE has been processed (mosquitto logs "Sending SUBACK to <client id>"). A readiness
     /// wait (see `readinessTimeout`): it returns as soon as the line is there.
