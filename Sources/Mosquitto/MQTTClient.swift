@@ -491,8 +491,8 @@ final class Connection: @unchecked Sendable {
             if stopRequested { break }
             let connectedAt = state.withLock { s in defer { s.connectedSinceBackoff = nil }; return s.connectedSinceBackoff }
             let connectedFor = connectedAt.map { $0.duration(to: .now).seconds }
-            let backoffNanoseconds = UInt64(max(0, backoff.attemptEnded(connectedForSeconds: connectedFor))) * 1_000_000
-            wake.wait(until: Wakeup.now() + backoffNanoseconds)
+            let pause = Duration.milliseconds(backoff.attemptEnded(connectedForSeconds: connectedFor))
+            wake.wait(until: Wakeup.now() + Wakeup.nanoseconds(pause))
         }
         // Orderly end: DISCONNECT (so the broker does not publish the will), written before we leave.
         if mosquitto_socket(handle) != -1 {
