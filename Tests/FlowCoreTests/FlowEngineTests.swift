@@ -373,6 +373,27 @@ func twoMeterConfig(_ first: String, _ second: String) -> FlowConfig {
         // A trapezoid from 0 W to 7200 W over 5 minutes: 0.3 kWh (not 0.15 from a half-updated balance).
         #expect(abs(home.engine.snapshot()["totals"]!["w/output"]!["kwh"]!.numberValue! - 0.3) < 1e-9)
     }
+
+    /// One payload for three sources that carries only some of their fields: the sources that
+    /// read it move, and only their widgets are offered; the others keep their readings.
+    @Test("a message's sources that refuse it are left out of what moves", arguments: [
+        ["a", "b", "c"], ["b", "c"], ["a", "c"], ["a", "b"], ["b"], ["a"], ["c"], [],
+    ])
+    func sourcesThatRefuseAMessageAreLeftOut(carried: [String]) {
+        let names = ["a", "b", "c"]
+        let config = FlowConfig(
+            sources: names.map { source($0, "tele/x/SENSOR", json: $0) },
+            widgets: names.map { FlowWidgetConfig(name: "w\($0)", exchange: node($0), policy: eager) })
+        var home = EngineHarness(config)
+        home.send("tele/x/SENSOR", #"{"a": 1, "b": 2, "c": 3}"#, at: 0)
+        let before = home.pushes.count
+        let fields = carried.map { #""\#($0)": 100"# }.joined(separator: ", ")
+        home.send("tele/x/SENSOR", "{\(fields)}", at: 10)
+        for (index, name) in names.enumerated() {
+            #expect(home.engine.readings[name]?.value == (carried.contains(name) ? 100 : Double(index + 1)), "\(name)")
+        }
+        #expect(home.pushes[before...].map(\.widget) == carried.map { "w\($0)" })
+    }
 }
 
 @Suite struct SecondReviewTests {

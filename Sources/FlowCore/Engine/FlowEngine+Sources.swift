@@ -23,7 +23,12 @@ extension FlowEngine {
         let kind: ReadingKind = verdict == .late ? .late : retained ? .retained : .live
         // Every source the message feeds reads first (one Tasmota payload can hold the power and
         // the day's energy), then the totals move, all with the same readings.
-        var accepted = matched.filter { accept(payload, topic: topic, for: $0, at: now, kind: kind, into: &out) }
+        // The matched sources' own array (the bank's, shared) unless one refuses: no array is
+        // made for a message that every source it feeds takes, the common case.
+        var accepted = matched
+        for (index, source) in matched.enumerated() where !accept(payload, topic: topic, for: source, at: now, kind: kind, into: &out) {
+            accepted.remove(at: index - (matched.count - accepted.count))
+        }
         // A direction that moved signs its magnitude again: that source reads anew.
         if !bank.directs.isEmpty { accepted += redirect(accepted) }
         // Widgets are read in place, by position: a copy of one retains all of its parts.
