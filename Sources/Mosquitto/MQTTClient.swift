@@ -156,7 +156,8 @@ private let success = MOSQ_ERR_SUCCESS.rawValue
 /// In threaded mode (`mosquitto_threaded_set`) libmosquitto guards publish/subscribe/disconnect with
 /// its own mutexes, so those are called from any thread; connect and the loop run only on our
 /// network thread; set-up and destroy run in `init`/`deinit` when no other thread uses the handle.
-/// All Swift state is behind `Mutex`es, but for `messagesSinceCaughtUp`, the network thread's own.
+/// All Swift state is behind `Mutex`es, but for `messagesSinceCaughtUp` and `recentTopics`, the
+/// network thread's own.
 final class Connection: @unchecked Sendable {
     let handle: OpaquePointer
     let options: MQTTOptions
@@ -171,6 +172,8 @@ final class Connection: @unchecked Sendable {
     /// Messages given since the last `caughtUp`. The network thread's only (`didReceive` runs in
     /// its `mosquitto_loop`).
     private var messagesSinceCaughtUp = 0
+    /// The topics `didReceive` made strings of: the network thread's own, as above.
+    private var recentTopics = RecentTopics()
 
     private enum Phase { case created, started(pthread_t), stopped }
 
@@ -663,7 +666,7 @@ final class Connection: @unchecked Sendable {
     private func didReceive(_ message: UnsafePointer<mosquitto_message>, properties: OpaquePointer?) {
         let m = message.pointee
         // Copy now: libmosquitto frees topic and payload when this callback returns.
-        let topic = m.topic.map { String(cString: $0) } ?? ""
+        let topic = m.topic.map { recentTopics.topic($0) } ?? ""
         // Before any copy of ours: under 3.1.1 (or a broker that ignores CONNECT's limit) a huge
         // message is already in libmosquitto's memory, and must not be in ours too.
         if let limit = options.maximumPayloadBytes, Int(m.payloadlen) > limit {
