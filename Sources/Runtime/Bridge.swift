@@ -218,6 +218,8 @@ final class Bridge: Sendable {
     /// Pushes to every sink, diagnostics to the log; a day the engine closed goes into the
     /// lifetime accounts, and each flow widget's push into its day chart.
     private func dispatch(_ outputs: [FlowEngine.Output], _ state: inout State) {
+        // Most lists are empty (three a reading, the tick's, the reading's, the batch's end).
+        guard !outputs.isEmpty else { return }
         // Before the outputs, so that the accounts among them know the day closed. The engine's
         // last closed day changes only with a `.closedDay` among its outputs (or with a new
         // engine, which `init` and `replaceEngine` count): looking for one spares copying the day
