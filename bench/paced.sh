@@ -4,8 +4,9 @@
 # (mosquitto_sub, printing each reading) and flowbridge twice, with the default policy and with
 # bench/bench.yaml's (every reading pushed), are subscribed to one private broker at once, so all
 # three see the same readings at the same moments. For each pace (RATE:COUNT: COUNT readings at RATE
-# a second), ROUNDS rounds; each prints one line per consumer, then the medians, the ratios to the
-# floor and whether the targets are met.
+# a second), ROUNDS rounds; each prints one line per consumer (with its place in the order of the
+# subscriptions, rotated from round to round), then the medians, the ratios to the floor and whether
+# the targets are met.
 #
 # CPU is each consumer's time on a processor, summed over its threads (/proc/PID/task/*/schedstat,
 # in nanoseconds: /proc/PID/stat's ticks are 10 ms, too coarse for a few milliseconds a second);
@@ -44,8 +45,8 @@ config() {  # POLICY PORT DIR
 }
 names=(floor flowbridge flowbridge+pushed)
 results=$work/results
-one_round() {  # RATE COUNT
-  local rate=$1 count=$2 dir port i
+one_round() {  # RATE COUNT ROUND
+  local rate=$1 count=$2 round=$3 dir port i
   dir=$(mktemp -d "$work/round-XXXXXX")
   start_broker "$dir" "log_type all"
   pids+=("$broker_pid")
@@ -55,11 +56,18 @@ one_round() {  # RATE COUNT
     "$binary run --config $(config default "$port" "$dir") --dry-run --log-level warning"
     "$binary run --config $(config pushed "$port" "$dir") --dry-run --log-level warning"
   )
-  local consumers=()
-  for i in "${!names[@]}"; do
-    env $libraries bash -c "exec ${commands[$i]}" > "$dir/out-$i" 2> "$dir/err-$i" & consumers+=($!); pids+=($!)
+  # The broker sends each reading to its subscribers in the order they subscribed, and the one
+  # served first runs while the broker still writes to the others: the order is rotated from
+  # round to round (each consumer first, second and third once in three rounds), each consumer
+  # started once the one before it has subscribed.
+  local consumers=() order=() position=() k
+  for k in "${!names[@]}"; do order+=($(( (k + round) % ${#names[@]} ))); done
+  for k in "${!order[@]}"; do
+    i=${order[$k]}
+    position[$i]=$((k + 1))
+    env $libraries bash -c "exec ${commands[$i]}" > "$dir/out-$i" 2> "$dir/err-$i" & consumers[$i]=$!; pids+=($!)
+    wait_subscribed "$dir" $((k + 1))
   done
-  wait_subscribed "$dir" ${#names[@]}
   sleep 0.5
   local seen=()
   for i in "${!names[@]}"; do threads_now "${consumers[$i]}" > "$dir/threads-$i"; done
@@ -84,8 +92,8 @@ one_round() {  # RATE COUNT
   for i in "${!names[@]}"; do
     added=$(threads_since "$dir/threads-$i" "${consumers[$i]}")
     awk -v name="${names[$i]}" -v rate="$rate" -v n="$((count + 1))" -v cpu="${added% *}" \
-      -v switches="${added#* }" -v a="$published" -v b="${seen[$i]}" 'BEGIN {
-      printf "paced %s/s %s: %.2f us CPU/reading, %.2f wake-ups/reading, sentinel after %d ms\n", rate, name, cpu / n / 1000, switches / n, (b - a) * 1000
+      -v switches="${added#* }" -v a="$published" -v b="${seen[$i]}" -v position="${position[$i]}" -v of="${#names[@]}" 'BEGIN {
+      printf "paced %s/s %s: %.2f us CPU/reading, %.2f wake-ups/reading, sentinel after %d ms, subscribed %d of %d\n", rate, name, cpu / n / 1000, switches / n, (b - a) * 1000, position, of
     }' | tee -a "$results"
   done
   for pid in "${consumers[@]}" "${pids[0]}"; do kill "$pid" 2>/dev/null || true; done
@@ -93,7 +101,7 @@ one_round() {  # RATE COUNT
   pids=()
 }
 for pace in "${paces[@]}"; do
-  for _ in $(seq "$rounds"); do one_round "${pace%%:*}" "${pace##*:}"; done
+  for round in $(seq 0 $((rounds - 1))); do one_round "${pace%%:*}" "${pace##*:}" "$round"; done
 done
 python3 - "$results" "$rounds" <<'PY'
 import re, statistics, sys
