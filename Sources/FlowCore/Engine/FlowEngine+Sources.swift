@@ -199,7 +199,7 @@ extension FlowEngine {
 
     /// Brings the accounts of widget `position` up to date with a new reading of `source`.
     mutating func account(_ source: Int, in position: Int, at now: Date, integrating: Bool, into out: inout [Output]) {
-        for node in integrating ? board.widgets[position].flow!.integrateOn[source] ?? [] : [] {
+        for node in integrating ? board.widgets[position].flow!.integrateOn[source] : [] {
             // A copy of the node lives only to read its rate: held while its accounts move, it
             // would share them, and the first account integrated would copy them all, at every
             // reading. (Passed straight from `widgets`, the engine itself was copied for the call.)
@@ -226,7 +226,7 @@ extension FlowEngine {
         noteLevel(of: source, inWidget: position)
         guard let reading = bank.sources[source].reading else { return }
         let maxPowerW = bank.sources[source].config.maxPowerW
-        for (node, account) in board.widgets[position].flow!.countersOf[source] ?? [] {
+        for (node, account) in board.widgets[position].flow!.countersOf[source] {
             let (added, recount) = board.widgets[position].flow!.nodes[node].accounts[account].read(
                 counterKWh: reading.value, at: now, maxPowerW: maxPowerW, dayStart: day?.start)
             if let recount { report(recount, of: source, at: now, into: &out) }

@@ -115,22 +115,24 @@ extension FlowEngine {
         /// copied whole to read it, at every message.
         final class Setup: Sendable {
             let config: FlowWidgetConfig
-            /// Per source: the nodes whose total integrates when it reads.
-            let integrateOn: [Int: [Int]]
-            /// Per counter source: the accounts (node, account) that read it, in the nodes' order.
-            let countersOf: [Int: [(node: Int, account: Int)]]
+            /// Per source, by its position: the nodes whose total integrates when it reads. Arrays,
+            /// not dictionaries: a dictionary hashed the position at every reading.
+            let integrateOn: [[Int]]
+            /// Per source, by its position: the accounts (node, account) that read it as their
+            /// counter, in the nodes' order.
+            let countersOf: [[(node: Int, account: Int)]]
             /// The derived output's node, if the widget has one.
             let balanceNode: Int?
             /// The storage node's level source.
             let levelSource: Int?
 
-            init(config: FlowWidgetConfig, nodes: [NodeState], integrateOn: [Int: [Int]], balanceNode: Int?) {
+            init(config: FlowWidgetConfig, nodes: [NodeState], integrateOn: [[Int]], balanceNode: Int?) {
                 self.config = config
                 self.integrateOn = integrateOn
-                var countersOf: [Int: [(node: Int, account: Int)]] = [:]
+                var countersOf = [[(node: Int, account: Int)]](repeating: [], count: integrateOn.count)
                 for (node, state) in nodes.enumerated() {
                     for (account, counter) in state.setup.counters.enumerated() {
-                        if let counter { countersOf[counter, default: []].append((node, account)) }
+                        if let counter { countersOf[counter].append((node, account)) }
                     }
                 }
                 self.countersOf = countersOf
@@ -166,8 +168,8 @@ extension FlowEngine {
 
         // Lent, not returned: a field read through a getter copied the whole config first.
         var config: FlowWidgetConfig { _read { yield setup.config } }
-        var integrateOn: [Int: [Int]] { _read { yield setup.integrateOn } }
-        var countersOf: [Int: [(node: Int, account: Int)]] { _read { yield setup.countersOf } }
+        var integrateOn: [[Int]] { _read { yield setup.integrateOn } }
+        var countersOf: [[(node: Int, account: Int)]] { _read { yield setup.countersOf } }
         var balanceNode: Int? { setup.balanceNode }
         var levelSource: Int? { setup.levelSource }
 
@@ -175,12 +177,12 @@ extension FlowEngine {
         /// (where priced) too.
         init(config widget: FlowWidgetConfig, in config: FlowConfig, sources index: [String: Int]) {
             var nodes = widget.nodes.map { place, node in NodeState(place: place, node: node, in: config, sources: index) }
-            var integrateOn: [Int: [Int]] = [:]
+            var integrateOn = [[Int]](repeating: [], count: config.sources.count)
             // The derived output's integrated day is the balance of the other accounts (see
             // `count`), not an integral of its own.
             for (position, node) in nodes.enumerated() where node.integrates && !node.isBalance {
                 for source in node.terms.map(\.source) {
-                    integrateOn[source, default: []].append(position)
+                    integrateOn[source].append(position)
                 }
             }
             let balanceNode = nodes.firstIndex(where: \.isBalance)
