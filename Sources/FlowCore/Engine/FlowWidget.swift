@@ -129,6 +129,7 @@ extension FlowEngine {
             init(config: FlowWidgetConfig, nodes: [NodeState], integrateOn: [[Int]], balanceNode: Int?) {
                 self.config = config
                 self.integrateOn = integrateOn
+                // One list per source, as `integrateOn` has.
                 var countersOf = [[(node: Int, account: Int)]](repeating: [], count: integrateOn.count)
                 for (node, state) in nodes.enumerated() {
                     for (account, counter) in state.setup.counters.enumerated() {
