@@ -48,6 +48,18 @@ struct RecentTopicsTests {
         #expect(Self.topic(Array("bench/meter/solar".utf8), in: &recent) == "bench/meter/solar")
     }
 
+    @Test("a topic longer than `maxKeptBytes` is made anew each time, and kept not")
+    func longTopicsAreNotKept() {
+        var recent = RecentTopics()
+        let long = Array(String(repeating: "x", count: RecentTopics.maxKeptBytes + 1).utf8)
+        let first = Self.topic(long, in: &recent)
+        let again = Self.topic(long, in: &recent)
+        #expect(again == first && again.utf8.count == RecentTopics.maxKeptBytes + 1)
+        #expect(Self.storage(again) != Self.storage(first))
+        let longest = Array(String(repeating: "y", count: RecentTopics.maxKeptBytes).utf8)
+        #expect(Self.storage(Self.topic(longest, in: &recent)) == Self.storage(Self.topic(longest, in: &recent)))
+    }
+
     @Test("at most `capacity` topics are kept: past it, the oldest is made anew (and still right)")
     func boundedByCapacity() {
         var recent = RecentTopics()
