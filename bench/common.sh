@@ -59,6 +59,14 @@ threads_since() {
     END { printf "%d %d", n, s }' "$1" -
 }
 
+# The topics bench/bench.yaml's sources read, as mosquitto_sub's options (-t TOPIC ...): the floor
+# subscribes to these, as flowbridge does, when both share a broker. mosquitto serves a reading's
+# exact-topic subscribers before a `#` filter's, whenever they subscribed; subscribers of the same
+# topics are served in the order they subscribed.
+bench_topic_options() {
+  sed -n 's/.*{topic: \([^,}]*\).*/-t \1/p' "$bench_dir/bench.yaml" | tr '\n' ' '
+}
+
 # bench_config PORT STATE WINDOW: bench/bench.yaml for the broker's PORT, with the state file
 # STATE and the window listening on loopback port WINDOW, on standard output.
 bench_config() {

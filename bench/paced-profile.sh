@@ -26,7 +26,8 @@ bench_config "$broker_port" "$work/state.json" "$(free_port)" > "$work/config.ya
 [ "$policy" = pushed ] || sed -i '/^    policy:/d' "$work/config.yaml"
 "$binary" run --config "$work/config.yaml" --dry-run --log-level warning > "$work/out" 2> "$work/err" & flowbridge=$!
 pids+=("$flowbridge")
-mosquitto_sub -p "$broker_port" -q 1 -t 'bench/meter/#' > "$work/floor" & floor=$!
+# shellcheck disable=SC2046 # the topics' options, split into words
+mosquitto_sub -p "$broker_port" -q 1 $(bench_topic_options) > "$work/floor" & floor=$!
 pids+=("$floor")
 wait_subscribed "$work" 2
 

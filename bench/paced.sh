@@ -44,6 +44,9 @@ config() {  # POLICY PORT DIR
   echo "$3/config-$1.yaml"
 }
 names=(floor flowbridge flowbridge+pushed)
+# The floor subscribes to the topics flowbridge reads (bench_topic_options), so that the rotation
+# below rotates all three.
+floor_topics=$(bench_topic_options)
 results=$work/results
 one_round() {  # RATE COUNT ROUND
   local rate=$1 count=$2 round=$3 dir port i
@@ -52,18 +55,17 @@ one_round() {  # RATE COUNT ROUND
   pids+=("$broker_pid")
   port=$broker_port
   local commands=(
-    "mosquitto_sub -p $port -q 1 -t bench/meter/#"
+    "mosquitto_sub -p $port -q 1 $floor_topics"
     "$binary run --config $(config default "$port" "$dir") --dry-run --log-level warning"
     "$binary run --config $(config pushed "$port" "$dir") --dry-run --log-level warning"
   )
-  # The broker sends each reading to its subscribers in the order they subscribed, and the one
-  # served first runs while the broker still writes to the others: the order is rotated from
-  # round to round (each consumer first, second and third once in three rounds), each consumer
-  # started once the one before it has subscribed.
-  local consumers=() order=() position=() k
-  for k in "${!names[@]}"; do order+=($(( (k + round) % ${#names[@]} ))); done
-  for k in "${!order[@]}"; do
-    i=${order[$k]}
+  # The broker sends each reading to its subscribers (of the same topics) in the order they
+  # subscribed, and the one served first runs while the broker still writes to the others: the
+  # order is rotated from round to round (each consumer first, second and third once in three
+  # rounds), each consumer started once the one before it has subscribed.
+  local consumers=() position=() k
+  for k in "${!names[@]}"; do
+    i=$(( (k + round) % ${#names[@]} ))
     position[$i]=$((k + 1))
     env $libraries bash -c "exec ${commands[$i]}" > "$dir/out-$i" 2> "$dir/err-$i" & consumers[$i]=$!; pids+=($!)
     wait_subscribed "$dir" $((k + 1))
