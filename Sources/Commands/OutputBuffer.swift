@@ -5,6 +5,10 @@ import Platform
 /// Buffered standard output: replay writes many short lines.
 struct OutputBuffer {
     var bytes: [UInt8] = []
+    /// The pushes' times, in the configured zone.
+    var stamps: LocalTimeStamps
+
+    init(zone: any LocalTimeZone) { stamps = LocalTimeStamps(zone: zone) }
 
     mutating func line(_ text: String) {
         bytes.append(contentsOf: text.utf8)
@@ -12,11 +16,11 @@ struct OutputBuffer {
     }
 
     /// The engine's outputs: pushes as NDJSON lines (the stdout sink's bytes), diagnostics to the log.
-    mutating func write(_ outputs: [FlowEngine.Output], zone: any LocalTimeZone, log: Logger) {
+    mutating func write(_ outputs: [FlowEngine.Output], log: Logger) {
         for output in outputs {
             switch output {
             case .push(let widget, let at, let push):
-                PushLine.write(widget: widget, at: at, patch: push.contentPatch, zone: zone, to: &bytes)
+                PushLine.write(widget: widget, at: at, patch: push.contentPatch, stamps: &stamps, to: &bytes)
                 bytes.append(0x0A)
                 if bytes.count >= 65_536 { flush() }
             case .diagnostic(let diagnostic):

@@ -83,9 +83,9 @@ struct ReplayCommand: Command {
             return .noInput
         }
         defer { if fd != 0 { close(fd) } }
-        var output = OutputBuffer()
+        var output = OutputBuffer(zone: zone)
         func emit(_ items: [FlowEngine.Output]) {
-            output.write(items, zone: zone, log: shared.log)
+            output.write(items, log: shared.log)
             pictures?.take(items)
             book.take(items)
         }

@@ -35,18 +35,17 @@ public final class StdoutSink: Sink {
         self.accounts = accounts
         let record = DeliveryRecord()
         self.record = record
+        // The lines' times, the last second's text kept from one delivery to the next (pushes
+        // are delivered one at a time, on either thread: the lock is never waited for).
+        let stamps = Mutex(LocalTimeStamps(zone: zone))
         let isReady: (@Sendable () -> Bool)? = FileDescriptor.isTerminal(fd) ? nil : { @Sendable in FileDescriptor.hasRoom(fd) }
         outbox = try Outbox(
             label: "stdout", capacity: capacity,
             deliver: { pushes in
                 var bytes: [UInt8] = []
                 bytes.reserveCapacity(256 * pushes.count)
-                // The zone's offset once per second of the batch: it is asked for whole seconds.
-                var offset: (second: Double, seconds: Int)?
                 for push in pushes {
-                    let second = push.at.timeIntervalSince1970.rounded(.down)
-                    if offset?.second != second { offset = (second, zone.utcOffsetSeconds(at: push.at)) }
-                    PushLine.write(widget: push.widget, at: push.at, patch: push.contentPatch, utcOffsetSeconds: offset!.seconds, to: &bytes)
+                    stamps.withLock { PushLine.write(widget: push.widget, at: push.at, patch: push.contentPatch, stamps: &$0, to: &bytes) }
                     bytes.append(0x0A)
                     if let summary {
                         bytes.append(contentsOf: summary(push).utf8)
@@ -88,15 +87,16 @@ public final class StdoutSink: Sink {
 public enum PushLine {
     /// Appends the line (without its newline) to `out`; the same bytes as printing the JSON object.
     public static func write(widget: String, at: Date, patch: ContentPatch, zone: any LocalTimeZone, to out: inout [UInt8]) {
-        write(widget: widget, at: at, patch: patch, utcOffsetSeconds: zone.utcOffsetSeconds(at: at), to: &out)
+        var stamps = LocalTimeStamps(zone: zone)
+        write(widget: widget, at: at, patch: patch, stamps: &stamps, to: &out)
     }
 
-    /// The same, with the zone's offset at `at` already looked up.
-    public static func write(widget: String, at: Date, patch: ContentPatch, utcOffsetSeconds: Int, to out: inout [UInt8]) {
+    /// The same, the time written by `stamps`, which keeps the text of the last line's second.
+    public static func write(widget: String, at: Date, patch: ContentPatch, stamps: inout LocalTimeStamps, to out: inout [UInt8]) {
         out.append(contentsOf: #"{"patch":{"content":"#.utf8)
         patch.write(to: &out)
         out.append(contentsOf: #"},"t":""#.utf8)
-        RFC3339.write(at, utcOffsetSeconds: utcOffsetSeconds, to: &out)
+        stamps.write(at, to: &out)
         out.append(contentsOf: #"","widget":"#.utf8)
         JSONValue.string(widget).write(to: &out)
         out.append(UInt8(ascii: "}"))

@@ -184,3 +184,45 @@ public enum RFC3339 {
         }
     }
 }
+
+/// The RFC 3339 texts of instants in one zone, written as `RFC3339.write` writes them at the
+/// zone's offset, with the last second's text kept: every pushed line carries its time, and the
+/// date, the time of day and the zone's offset (a look at the zone's rules under a lock) cost
+/// more than the rest of the line. They are worked out once for each second that a line falls in.
+public struct LocalTimeStamps: Sendable {
+    public let zone: any LocalTimeZone
+    /// The second kept: the instant's whole second, which the zone's offset is asked at, and the
+    /// whole second of its time rounded to the millisecond, which the text shows (the two part
+    /// in the last half millisecond of a second).
+    private var second: (offsetAt: Double, shown: Int64)?
+    /// Its text up to the seconds (`2026-03-29T03:00:00`), and the offset after them (`+02:00`).
+    private var head: [UInt8] = []
+    private var tail: [UInt8] = []
+
+    public init(zone: any LocalTimeZone) { self.zone = zone }
+
+    /// Appends `RFC3339.write(instant, utcOffsetSeconds: zone.utcOffsetSeconds(at: instant))`.
+    public mutating func write(_ instant: Date, to out: inout [UInt8]) {
+        let totalMillis = Int64((instant.timeIntervalSince1970 * 1000).rounded())
+        let millis = Int(((totalMillis % 1000) + 1000) % 1000)
+        let shown = (totalMillis - Int64(millis)) / 1000
+        let offsetAt = instant.timeIntervalSince1970.rounded(.down)
+        if second?.offsetAt != offsetAt || second?.shown != shown {
+            let offset = zone.utcOffsetSeconds(at: instant)
+            var text: [UInt8] = []
+            RFC3339.write(Date(timeIntervalSince1970: Double(shown)), utcOffsetSeconds: offset, to: &text)
+            let tailCount = offset == 0 ? 1 : 6  // `Z`, `+02:00`
+            head = Array(text.dropLast(tailCount))
+            tail = Array(text.suffix(tailCount))
+            second = (offsetAt, shown)
+        }
+        out.append(contentsOf: head)
+        if millis != 0 {
+            out.append(UInt8(ascii: "."))
+            out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: millis / 100))
+            out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: millis / 10 % 10))
+            out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: millis % 10))
+        }
+        out.append(contentsOf: tail)
+    }
+}
