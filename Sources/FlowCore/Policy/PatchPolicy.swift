@@ -117,7 +117,8 @@ public struct PatchPolicy: Sendable {
         let decision = decide(unchanged: unchanged, due: due, at: now, urgent: urgent)
         if case .nothing = decision { return nil }
         let document = WidgetContent.flow(shaped)
-        return push(document, flow: shaped, patch: patch(to: shaped, document: document), at: now, full: decision == .whole)
+        let patch = patch(to: shaped, document: document)
+        return push(document, flow: consume shaped, patch: patch, at: now, full: decision == .whole)
     }
 
     /// Holds the candidate's rates against the flow delivered and derives its output; then whether
@@ -194,8 +195,9 @@ public struct PatchPolicy: Sendable {
         settlesAt = settlesAt?.addingTimeInterval(seconds)
     }
 
-    /// `flow`: the content's flow, unboxed, when it is one.
-    private mutating func push(_ content: WidgetContent, flow: FlowContent?, patch: ContentPatch, at now: Date, full: Bool) -> Push {
+    /// `flow`: the content's flow, unboxed, when it is one; taken over, not copied (a flow's copy
+    /// retains each of its texts).
+    private mutating func push(_ content: WidgetContent, flow: consuming FlowContent?, patch: ContentPatch, at now: Date, full: Bool) -> Push {
         delivered = content
         deliveredFlow = flow
         lastPushAt = now
