@@ -177,7 +177,7 @@ private final class Drain: Sendable {
 
     /// Delivers `batch`, each push with the patch from what the sink took before.
     private func send(_ batch: [WidgetPush]) {
-        let outgoing = taken.withLock { taken in batch.compactMap { Self.outgoing($0, after: &taken) } }
+        let outgoing = taken.withLock { taken in batch.compactMap { Self.outgoing($0, after: &taken[$0.widget]) } }
         if !outgoing.isEmpty { deliver(outgoing) }
     }
 
@@ -241,9 +241,10 @@ private final class Drain: Sendable {
 
     /// The push as this sink sends it, and the record of what it took; nil when nothing changed
     /// for it (pushes that cancelled out while it waited).
-    private static func outgoing(_ push: WidgetPush, after taken: inout [String: Taken]) -> OutgoingPush? {
-        defer { taken[push.widget] = Taken(sequence: push.sequence, document: push.document) }
-        let previous = taken[push.widget]
+    /// `previous`: what the sink took of the widget before, replaced in place (its entry is
+    /// found once).
+    private static func outgoing(_ push: WidgetPush, after previous: inout Taken?) -> OutgoingPush? {
+        defer { previous = Taken(sequence: push.sequence, document: push.document) }
         if push.isFullContent || previous.map({ $0.sequence + 1 == push.sequence }) == true {
             return OutgoingPush(
                 widget: push.widget, at: push.at, contentPatch: push.contentPatch, document: push.document, held: push.held,
