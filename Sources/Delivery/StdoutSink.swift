@@ -93,13 +93,19 @@ public enum PushLine {
 
     /// The same, the time written by `stamps`, which keeps the text of the last line's second.
     public static func write(widget: String, at: Date, patch: ContentPatch, stamps: inout LocalTimeStamps, to out: inout [UInt8]) {
-        out.append(contentsOf: #"{"patch":{"content":"#.utf8)
+        append(#"{"patch":{"content":"#, to: &out)
         patch.write(to: &out)
-        out.append(contentsOf: #"},"t":""#.utf8)
+        append(#"},"t":""#, to: &out)
         stamps.write(at, to: &out)
-        out.append(contentsOf: #"","widget":"#.utf8)
+        append(#"","widget":"#, to: &out)
         JSONValue.string(widget).write(to: &out)
         out.append(UInt8(ascii: "}"))
+    }
+
+    /// The line's fixed texts, copied from where the program keeps them (a `String`'s UTF-8
+    /// view is appended through generic code, byte by byte).
+    private static func append(_ text: StaticString, to out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 }
 
