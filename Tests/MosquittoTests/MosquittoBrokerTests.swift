@@ -28,6 +28,37 @@ struct MosquittoBrokerTests {
         #expect(try await broker.receive(topic: "fixture/#").map(\.text) == ["1"])
     }
 
+    /// How a broker goes down, for the port test.
+    enum Stop: String, CaseIterable { case sigterm, sigkill }
+
+    @Test("while the broker is down its port is held closed: refused, and no one else binds it", arguments: Stop.allCases)
+    func portHeldWhileDown(_ stop: Stop) async throws {
+        let broker = try await MosquittoBroker()
+        try await broker.publish(topic: "fixture/x", payload: "1")  // a connection, left in TIME_WAIT
+        switch stop {
+        case .sigterm: await broker.stop()
+        case .sigkill: await broker.kill()
+        }
+        #expect(Self.loopback(broker.port, bind) == EADDRINUSE)
+        #expect(Self.loopback(broker.port, connect) == ECONNREFUSED)
+        try await broker.start()
+        #expect(Self.loopback(broker.port, connect) == 0)
+    }
+
+    /// `call` (bind or connect) of a new TCP socket to 127.0.0.1:`port`: 0, or its errno.
+    static func loopback(_ port: Int, _ call: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        return result == 0 ? 0 : errno
+    }
+
     @Test("receive gives up after its timeout instead of hanging")
     func receiveTimesOut() async throws {
         let broker = try await MosquittoBroker()

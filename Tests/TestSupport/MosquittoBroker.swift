@@ -15,7 +15,9 @@ import Glibc
 /// }
 /// ```
 ///
-/// `stop()`, `kill()` (SIGKILL) and `restart()` keep the port, so a client can reconnect to it.
+/// `stop()`, `kill()` (SIGKILL) and `restart()` keep the port, so a client can reconnect to it;
+/// while the broker is down the port is held closed (bound, never listened on), so a client is
+/// refused there and no broker of a test running in parallel takes it.
 /// Everything (process, temp dir) goes away in `deinit`. The broker's log (`log_type all`) is in
 /// `logFile`; `log` reads it, useful in failure messages.
 ///
@@ -45,6 +47,8 @@ public final class MosquittoBroker: @unchecked Sendable {
     private let configFile: String
     private let lock = NSLock()
     private var process: ChildProcess?
+    /// The socket that holds `port` closed while the broker is down.
+    private var held: Int32?
 
     // MARK: Availability
 
@@ -120,13 +124,20 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     deinit {
         // Releasing the process kills and reaps it.
-        lock.withLock { process = nil }
+        lock.withLock {
+            process = nil
+            if let held { close(held) }
+        }
         try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// Starts the broker (again) on the same port and waits until it accepts TCP connections.
     public func start() async throws {
         if isRunning { return }
+        lock.withLock {
+            if let held { close(held) }
+            held = nil
+        }
         let process = try await Self.launch(configFile: configFile, logFile: logFile, port: port)
         lock.withLock { self.process = process }
     }
@@ -171,7 +182,11 @@ public final class MosquittoBroker: @unchecked Sendable {
             process.send(SIGKILL)
             await process.waitForExit(timeout: .seconds(5))
         }
-        lock.withLock { if self.process === process { self.process = nil } }
+        lock.withLock {
+            guard self.process === process else { return }
+            self.process = nil
+            if held == nil { held = try? Self.boundLoopbackSocket(port: port).fd }
+        }
     }
 
     // MARK: Log
@@ -331,13 +346,19 @@ public final class MosquittoBroker: @unchecked Sendable {
         deinit { close(fd) }
     }
 
-    /// A TCP socket bound to 127.0.0.1 on a port the kernel chose, and that port.
-    static func boundLoopbackSocket() throws -> (fd: Int32, port: Int) {
+    /// A TCP socket bound to 127.0.0.1 on `port`, or on a port the kernel chose (0), and that port.
+    /// A given port is bound with `SO_REUSEADDR`: the connections of a broker just stopped on it
+    /// linger in TIME_WAIT.
+    static func boundLoopbackSocket(port: Int = 0) throws -> (fd: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw BrokerError("socket() failed") }
+        if port != 0 {
+            var on: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = UInt16(port).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
