@@ -28,7 +28,9 @@ let package = Package(
             providers: [.apt(["libmicrohttpd-dev"])]),
         .target(name: "FlowCore"),
         // The one place that starts threads, each named for what it does.
-        .target(name: "Threads"),
+        // timerfd's header (libc's): Swift's Glibc module leaves it out.
+        .systemLibrary(name: "CTimerFD"),
+        .target(name: "Threads", dependencies: ["CTimerFD"]),
         .target(name: "Mosquitto", dependencies: ["CMosquitto", "FlowCore", "Threads"]),
         .target(name: "Delivery", dependencies: ["FlowCore", "CCurl", "Threads"]),
         .target(name: "Rendering", dependencies: ["FlowCore"]),

@@ -28,6 +28,8 @@ final class BrokerConnection: Service {
     let status: StatusReporter
     let messages: OwnMessages
     let log: Logger
+    /// The daemon's clock, whose beat the readings take while they come.
+    private let clock: Heartbeat
     /// The topics the sinks listen to: their messages are the sink's, never a reading.
     private let listeners: [(filter: TopicFilter, sink: any Sink)]
     /// Cleared by `stopTakingMessages`: the first step of the stop.
@@ -39,8 +41,10 @@ final class BrokerConnection: Service {
     /// Takes over `client` (made before the sinks, which publish through it) and subscribes it to
     /// the sinks' topics too. Throws for a topic filter of a sink that is not one.
     init(
-        client: MQTTClient, address: String, bridge: Bridge, sinks: [any Sink], statusTopic: String?, status: StatusReporter, log: Logger
+        client: MQTTClient, address: String, bridge: Bridge, sinks: [any Sink], statusTopic: String?, status: StatusReporter, clock: Heartbeat,
+        log: Logger
     ) throws {
+        self.clock = clock
         self.client = client
         self.address = address
         self.bridge = bridge
@@ -88,6 +92,8 @@ final class BrokerConnection: Service {
         case .caughtUp:
             // Also after the stop began: a message taken just before it waits for this.
             bridge.endBatch()
+            // While readings come, they take the clock's beat (see `Heartbeat`).
+            clock.beatIfDue()
         case .connected:
             // Subscribing: the broker's SUBACK says later whether it took every topic.
             log.log(.info, "connected to \(address), subscribing to \(client.subscriptions.count) topics")

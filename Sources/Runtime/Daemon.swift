@@ -104,11 +104,13 @@ package struct Daemon {
                 book: restored.book, log: log, time: time)
         } catch { throw RunFailure(status: .config, message: "\(error)") }
         let status = StatusReporter(ServiceStatus(address: address, sourceCount: config.flow.sources.count), notifier: SystemdNotifier())
+        let clock: Heartbeat
+        do { clock = try Heartbeat() } catch { throw RunFailure(status: .failure, message: "cannot make the clock's alarm: \(error)") }
         let connection: BrokerConnection
         do {
             connection = try BrokerConnection(
                 client: client, address: address, bridge: bridge, sinks: sinks, statusTopic: dryRun ? nil : config.mqtt.statusTopic,
-                status: status, log: log)
+                status: status, clock: clock, log: log)
         } catch { throw .mqttClient(error) }
         let reload = ConfigReload(configPath: configPath, context: context, bridge: bridge, connection: connection, log: log)
         if dryRun {
@@ -121,7 +123,8 @@ package struct Daemon {
         // Started from the top, stopped from the bottom:
         // - the signals first, so that a second signal is heard until the very end;
         // - the clock: one thread whose beat each second is the engine's clock's, the day book's and
-        //   the window's, each from its part's start to its stop;
+        //   the window's, each from its part's start to its stop (taken by the readings while they
+        //   come: the connection's batches);
         // - the systemd status: ready (configured, the state loaded) before the connection's
         //   events update it, whether or not the broker answers;
         // - the connection: connects and subscribes; stopped last, with `offline` as its final message;
@@ -138,7 +141,6 @@ package struct Daemon {
             })
         }
         let bookPath = context.bookPath(configured: config.bookFile, statePath: store.path)
-        let clock = Heartbeat()
         let bookServices: [any Service] = dryRun ? [] : [BookWriter(path: bookPath, clock: clock, bridge: bridge, log: log)]
         return [
             SignalHandling(

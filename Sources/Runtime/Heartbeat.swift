@@ -11,29 +11,43 @@ import Threads
 /// readings a second that was most of its wake-ups beyond the readings' own. One thread for every
 /// part wakes once a second.
 ///
-/// A beat must be short: it delays every part's next one. A part whose work may block (the day
-/// book's writes wait for SQLite's lock and the disk) does it in its own task, which its beat
-/// wakes only when there is work (`beating(_:while:)`).
+/// While readings come faster than `grace` apart, they take the beat: the network thread, done
+/// with a batch, runs the beat that is due (`beatIfDue`) and moves the clock's alarm past the next
+/// one, so the clock's thread sleeps on. At 10 readings a second its wake-up each second was a
+/// tenth of every reading's cost again, for a beat of a few thousand instructions. The beats keep
+/// their cadence, a second apart on average, each up to `grace` late.
+///
+/// A beat must be short: it delays every part's next one, and the reading that takes it. A part
+/// whose work may block (the day book's writes wait for SQLite's lock and the disk) does it in its
+/// own task, which its beat wakes only when there is work (`beating(_:while:)`).
 final class Heartbeat: Service {
     let name = "clock"
     /// Between two beats.
     let interval: Duration
+    /// How late a beat may come, waiting for a reading to take it: a quarter of `interval`.
+    let grace: Duration
 
     private struct Beats {
         var beats: [(id: Int, beat: @Sendable () -> Void)] = []
         var lastID = 0
         var stopped = false
+        /// When the next beat is due (`Wakeup.now()`'s nanoseconds); 0 before the thread starts.
+        var due: UInt64 = 0
     }
 
     private let beats = Mutex(Beats())
-    /// Held while beats run: a part that stops waits for its running beat to end.
+    /// Held while beats run: a part that stops waits for its running beat to end, and two
+    /// threads' beats do not overlap.
     private let beating = Mutex(())
-    /// Signalled to end the thread's wait early: at the stop. On the monotonic clock, so that a
-    /// wall clock stepped back does not hold the beats up.
-    private let wake = Wakeup()
+    /// The clock's thread's wait, until `grace` after the beat due: moved by whoever beats, and
+    /// set to now at the stop. On the monotonic clock, so that a wall clock stepped back does not
+    /// hold the beats up.
+    private let alarm: Alarm
 
-    init(interval: Duration = .seconds(1)) {
+    init(interval: Duration = .seconds(1)) throws(Alarm.SetupError) {
         self.interval = interval
+        grace = interval / 4
+        alarm = try Alarm()
     }
 
     /// Runs the thread from the start until the stop; it is started before the parts that beat and
@@ -44,8 +58,10 @@ final class Heartbeat: Service {
             throw RunFailure(status: .failure, message: "cannot start the clock's thread: \(error)")
         }
         defer {
-            beats.withLock { $0.stopped = true }
-            wake.signal()
+            beats.withLock { beats in
+                beats.stopped = true
+                alarm.set(0)  // under the lock: no beat moves it later again
+            }
             pthread_join(thread, nil)
         }
         try await gracefulShutdown()
@@ -70,18 +86,35 @@ final class Heartbeat: Service {
 
     /// The thread: a beat every `interval` from its start, each due time from the first, so the
     /// beats do not drift by what they take; after a pause longer than a beat (a suspended
-    /// machine, a stopped process) the next one is an interval from now.
+    /// machine, a stopped process) the next one is an interval from now. It sleeps until `grace`
+    /// after the beat due, and a beat that readings took meanwhile moves that on.
     private func beatUntilStopped() {
+        beats.withLock { beats in
+            guard !beats.stopped else { return }
+            beats.due = Wakeup.now() + Wakeup.nanoseconds(interval)
+            alarm.set(beats.due + Wakeup.nanoseconds(grace))
+        }
+        while true {
+            alarm.wait()
+            if beats.withLock({ $0.stopped }) { break }
+            beatIfDue()
+        }
+    }
+
+    /// Runs the beat if one is due at `now`: on the clock's thread when its alarm rings, and on the
+    /// network thread after each batch of readings (`BrokerConnection`), which so takes the beat
+    /// while readings come. Whoever takes it sets the next one, and the alarm after it.
+    func beatIfDue(at now: UInt64 = Wakeup.now()) {
         let step = Wakeup.nanoseconds(interval)
-        var due = Wakeup.now() + step
-        while !beats.withLock({ $0.stopped }) {
-            // Signalled: the stop, which the loop's condition sees.
-            guard !wake.wait(until: due) else { continue }
-            let now = Wakeup.now()
-            due = now >= due + step ? now + step : due + step
-            beating.withLock { _ in
-                for beat in beats.withLock({ $0.beats }) { beat.beat() }
-            }
+        let due = beats.withLock { beats in
+            guard !beats.stopped, beats.due > 0, now >= beats.due else { return false }
+            beats.due = now >= beats.due + step ? now + step : beats.due + step
+            alarm.set(beats.due + Wakeup.nanoseconds(grace))
+            return true
+        }
+        guard due else { return }
+        beating.withLock { _ in
+            for beat in beats.withLock({ $0.beats }) { beat.beat() }
         }
     }
 }

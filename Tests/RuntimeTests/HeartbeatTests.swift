@@ -2,6 +2,7 @@ import Foundation
 @testable import Runtime
 import Synchronization
 import Testing
+import Threads
 
 /// The daemon's one clock: every part's beat on one thread named `clock`, in the order the parts
 /// started, and none after its part stopped.
@@ -16,13 +17,31 @@ import Testing
         private let threadNames = Mutex<Set<String>>([])
 
         func beat(_ part: String) {
-            let thread = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?"
-            threadNames.withLock { _ = $0.insert(thread.trimmingCharacters(in: .newlines)) }
-            let count = list.withLock { list in
+            let thread = ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?").trimmingCharacters(in: .newlines)
+            threadNames.withLock { _ = $0.insert(thread) }
+            let (count, onThread) = list.withLock { list in
                 list.append(part)
-                return list.count { $0 == part }
+                return (list.count { $0 == part }, onThreads.withLock { counts in
+                    counts[thread, default: 0] += 1
+                    return counts[thread]!
+                })
             }
-            for wait in waits.withLock({ $0 }) where wait.part == part && count >= wait.count { wait.latch.open() }
+            for wait in waits.withLock({ $0 }) where (wait.part == part && count >= wait.count) || (wait.part == "thread:" + thread && onThread >= wait.count) {
+                wait.latch.open()
+            }
+        }
+
+        private let onThreads = Mutex<[String: Int]>([:])
+
+        /// Beats run on the thread named `thread` so far.
+        func count(on thread: String) -> Int { onThreads.withLock { $0[thread] ?? 0 } }
+
+        /// Returns once `count` beats in all have run on the thread named `thread`.
+        func wait(onThread thread: String, count: Int) async throws {
+            let latch = Latch()
+            waits.withLock { $0.append(("thread:" + thread, count, latch)) }
+            if self.count(on: thread) >= count { latch.open() }
+            try await latch.wait()
         }
 
         var all: [String] { list.withLock { $0 } }
@@ -38,7 +57,7 @@ import Testing
     }
 
     @Test func eachBeatRunsThePartsInTheOrderTheyStartedOnTheClocksThread() async throws {
-        let clock = Heartbeat(interval: .milliseconds(10))
+        let clock = try Heartbeat(interval: .milliseconds(10))
         let beats = Beats()
         let running = Task { try await clock.run() }
         func part(_ name: String) -> Task<Void, any Error> {
@@ -60,7 +79,7 @@ import Testing
     }
 
     @Test func aPartThatStoppedBeatsNoMoreWhileTheOthersGoOn() async throws {
-        let clock = Heartbeat(interval: .milliseconds(10))
+        let clock = try Heartbeat(interval: .milliseconds(10))
         let beats = Beats()
         let running = Task { try await clock.run() }
         let stopping = Task { try await clock.beating { beats.beat("stopping") } }
@@ -74,6 +93,35 @@ import Testing
         try await beats.wait(for: "going", count: goingThen + 5)
         #expect(beats.all.count { $0 == "stopping" } == left)
         going.cancel()
+        running.cancel()
+        _ = await running.result
+    }
+
+    /// Readings that come faster than the grace take the beat on their own thread (the network
+    /// thread, done with a batch, asks `beatIfDue`); once they stop, the clock's thread beats again.
+    @Test func readingsTakeTheBeatWhileTheyComeAndTheClockTakesItBackAfter() async throws {
+        let clock = try Heartbeat(interval: .milliseconds(20))
+        let beats = Beats()
+        let running = Task { try await clock.run() }
+        let part = Task { try await clock.beating { beats.beat("part") } }
+        try await beats.wait(for: "part", count: 1)
+        // A reading every millisecond, a fifth of the grace apart, asking after each.
+        let readingsStop = Atomic(false)
+        let readings = try NamedThread.start("readings") {
+            while !readingsStop.load(ordering: .relaxed) {
+                clock.beatIfDue()
+                usleep(1000)
+            }
+        }
+        let before = beats.all.count
+        try await beats.wait(for: "part", count: before + 5)
+        readingsStop.store(true, ordering: .relaxed)
+        pthread_join(readings, nil)
+        #expect(beats.threads.contains("readings"), "\(beats.threads)")
+        // Without readings, the clock's own thread beats again.
+        let onClock = beats.count(on: "clock")
+        try await beats.wait(onThread: "clock", count: onClock + 2)
+        part.cancel()
         running.cancel()
         _ = await running.result
     }
