@@ -70,6 +70,9 @@ final class Bridge: Sendable {
     /// The sinks that take the accounts (`Sink.takesAccounts`): for none, the engine hands over
     /// none (`FlowEngine.handsOverAccounts`).
     private let accountTakers: [any Sink]
+    /// Whether each flow widget's pushes are kept for today's chart: only the window shows it
+    /// (`windowSnapshot`), and it runs when the config that started the daemon asked for it.
+    private let keepsCharts: Bool
     /// Where the state is saved; nil for a dry run, which writes nothing.
     let store: StateStore?
     let log: Logger
@@ -81,6 +84,7 @@ final class Bridge: Sendable {
         store: StateStore?, book: BookQueue = BookQueue(), log: Logger, time: DaemonTime = .wall
     ) {
         accountTakers = sinks.filter(\.takesAccounts)
+        keepsCharts = config.window != nil
         var state = State(engine: engine, config: config, zone: zone, book: book)
         state.engine.handsOverAccounts = !accountTakers.isEmpty
         state.lifetime = lifetime
@@ -216,7 +220,7 @@ final class Bridge: Sendable {
     }
 
     /// Pushes to every sink, diagnostics to the log; a day the engine closed goes into the
-    /// lifetime accounts, and each flow widget's push into its day chart.
+    /// lifetime accounts, and each flow widget's push into its day chart, for the window.
     private func dispatch(_ outputs: [FlowEngine.Output], _ state: inout State) {
         // Most lists are empty (three a reading, the tick's, the reading's, the batch's end).
         guard !outputs.isEmpty else { return }
@@ -233,7 +237,7 @@ final class Bridge: Sendable {
                     widget: widget, at: at, sequence: sequence, patch: push.contentPatch, document: push.document,
                     held: push.held, isFullContent: push.isFullContent)
                 for sink in sinks { sink.take(item) }
-                recordChart(push, of: widget, at: at, &state)
+                if keepsCharts { recordChart(push, of: widget, at: at, &state) }
             case .diagnostic(let diagnostic):
                 log.log(diagnostic)
             case .accounts(let widget, let at, let accounts, let money):
