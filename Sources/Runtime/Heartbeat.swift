@@ -31,11 +31,13 @@ final class Heartbeat: Service {
         var beats: [(id: Int, beat: @Sendable () -> Void)] = []
         var lastID = 0
         var stopped = false
-        /// When the next beat is due (`Wakeup.now()`'s nanoseconds); 0 before the thread starts.
-        var due: UInt64 = 0
     }
 
     private let beats = Mutex(Beats())
+    /// When the next beat is due (`Wakeup.now()`'s nanoseconds); 0 before the thread starts.
+    /// Atomic: every batch of readings looks, and nearly always it is not yet; a beat is claimed
+    /// by moving it on, and only one thread can.
+    private let due = Atomic<UInt64>(0)
     /// Held while beats run: a part that stops waits for its running beat to end, and two
     /// threads' beats do not overlap.
     private let beating = Mutex(())
@@ -89,15 +91,20 @@ final class Heartbeat: Service {
     /// machine, a stopped process) the next one is an interval from now. It sleeps until `grace`
     /// after the beat due, and a beat that readings took meanwhile moves that on.
     private func beatUntilStopped() {
-        beats.withLock { beats in
-            guard !beats.stopped else { return }
-            beats.due = Wakeup.now() + Wakeup.nanoseconds(interval)
-            alarm.set(beats.due + Wakeup.nanoseconds(grace))
-        }
-        while true {
+        due.store(Wakeup.now() + Wakeup.nanoseconds(interval), ordering: .relaxed)
+        while setAlarm() {
             alarm.wait()
-            if beats.withLock({ $0.stopped }) { break }
             beatIfDue()
+        }
+    }
+
+    /// Sets the alarm `grace` after the beat due now, unless the clock has stopped (false). Under
+    /// the lock, so that the stop's alarm, set at once, is not moved later again; and from the
+    /// latest due time, so that a thread slow to set it after its beat cannot set it back.
+    private func setAlarm() -> Bool {
+        beats.withLock { beats in
+            if !beats.stopped { alarm.set(due.load(ordering: .relaxed) + Wakeup.nanoseconds(grace)) }
+            return !beats.stopped
         }
     }
 
@@ -105,14 +112,11 @@ final class Heartbeat: Service {
     /// network thread after each batch of readings (`BrokerConnection`), which so takes the beat
     /// while readings come. Whoever takes it sets the next one, and the alarm after it.
     func beatIfDue(at now: UInt64 = Wakeup.now()) {
+        let current = due.load(ordering: .relaxed)
+        guard current > 0, now >= current else { return }
         let step = Wakeup.nanoseconds(interval)
-        let due = beats.withLock { beats in
-            guard !beats.stopped, beats.due > 0, now >= beats.due else { return false }
-            beats.due = now >= beats.due + step ? now + step : beats.due + step
-            alarm.set(beats.due + Wakeup.nanoseconds(grace))
-            return true
-        }
-        guard due else { return }
+        let next = now >= current + step ? now + step : current + step
+        guard due.compareExchange(expected: current, desired: next, ordering: .relaxed).exchanged, setAlarm() else { return }
         beating.withLock { _ in
             for beat in beats.withLock({ $0.beats }) { beat.beat() }
         }
