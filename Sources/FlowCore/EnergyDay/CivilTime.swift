@@ -137,51 +137,68 @@ public enum RFC3339 {
     /// Appends what `format` returns to `out`, digit by digit: every pushed line carries a time,
     /// and building it from interpolated strings cost more than the rest of the line.
     public static func write(_ instant: Date, utcOffsetSeconds offset: Int, to out: inout [UInt8]) {
-        let totalMillis = Int64((instant.timeIntervalSince1970 * 1000).rounded()) + Int64(offset) * 1000
+        let (second, millis) = shownSecond(of: instant)
+        writeSecond(second, utcOffsetSeconds: offset, to: &out)
+        writeFraction(millis, to: &out)
+        writeOffset(offset, to: &out)
+    }
+
+    /// The whole second (since 1970, UTC) of `instant` rounded to the millisecond, which its text
+    /// shows, and the milliseconds after it.
+    static func shownSecond(of instant: Date) -> (second: Int64, millis: Int) {
+        let totalMillis = Int64((instant.timeIntervalSince1970 * 1000).rounded())
         let millis = Int(((totalMillis % 1000) + 1000) % 1000)
-        let totalSeconds = Int((totalMillis - Int64(millis)) / 1000)
+        return ((totalMillis - Int64(millis)) / 1000, millis)
+    }
+
+    /// `2026-03-29T03:00:00`: the local date and time of UTC second `second` at `offset`.
+    static func writeSecond(_ second: Int64, utcOffsetSeconds offset: Int, to out: inout [UInt8]) {
+        let totalSeconds = Int(second) + offset
         let days = Int((Double(totalSeconds) / 86_400).rounded(.down))
         let secondOfDay = totalSeconds - days * 86_400
         let date = CivilDate(daysSinceEpoch: days)
-        func digits(_ value: Int, _ width: Int) {
-            // At least `width` digits, zero-padded; a year beyond 9999 keeps all of its digits.
-            var text = String(value)
-            if text.utf8.count < width { text = String(repeating: "0", count: width - text.utf8.count) + text }
+        if (0...9999).contains(date.year) {
+            writePair(date.year / 100, to: &out)
+            writePair(date.year % 100, to: &out)
+        } else {
+            // At least 4 digits, zero-padded; a year beyond 9999 keeps all of its digits.
+            var text = String(date.year)
+            if text.utf8.count < 4 { text = String(repeating: "0", count: 4 - text.utf8.count) + text }
             out.append(contentsOf: text.utf8)
         }
-        func pair(_ value: Int) {
-            out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10))
-            out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10))
-        }
-        if (0...9999).contains(date.year) {
-            pair(date.year / 100)
-            pair(date.year % 100)
-        } else {
-            digits(date.year, 4)
-        }
         out.append(UInt8(ascii: "-"))
-        pair(date.month)
+        writePair(date.month, to: &out)
         out.append(UInt8(ascii: "-"))
-        pair(date.day)
+        writePair(date.day, to: &out)
         out.append(UInt8(ascii: "T"))
-        pair(secondOfDay / 3600)
+        writePair(secondOfDay / 3600, to: &out)
         out.append(UInt8(ascii: ":"))
-        pair(secondOfDay / 60 % 60)
+        writePair(secondOfDay / 60 % 60, to: &out)
         out.append(UInt8(ascii: ":"))
-        pair(secondOfDay % 60)
-        if millis != 0 {
-            out.append(UInt8(ascii: "."))
-            out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: millis / 100))
-            pair(millis % 100)
-        }
-        if offset == 0 {
-            out.append(UInt8(ascii: "Z"))
-        } else {
-            out.append(offset < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
-            pair(abs(offset) / 3600)
-            out.append(UInt8(ascii: ":"))
-            pair(abs(offset) / 60 % 60)
-        }
+        writePair(secondOfDay % 60, to: &out)
+    }
+
+    /// `.250`, only when there are milliseconds.
+    static func writeFraction(_ millis: Int, to out: inout [UInt8]) {
+        guard millis != 0 else { return }
+        out.append(UInt8(ascii: "."))
+        out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: millis / 100))
+        writePair(millis % 100, to: &out)
+    }
+
+    /// `Z`, or `+02:00`.
+    static func writeOffset(_ offset: Int, to out: inout [UInt8]) {
+        guard offset != 0 else { return out.append(UInt8(ascii: "Z")) }
+        out.append(offset < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
+        writePair(abs(offset) / 3600, to: &out)
+        out.append(UInt8(ascii: ":"))
+        writePair(abs(offset) / 60 % 60, to: &out)
+    }
+
+    /// Two digits of `value` (0...99).
+    private static func writePair(_ value: Int, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10))
+        out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10))
     }
 }
 
@@ -203,26 +220,18 @@ public struct LocalTimeStamps: Sendable {
 
     /// Appends `RFC3339.write(instant, utcOffsetSeconds: zone.utcOffsetSeconds(at: instant))`.
     public mutating func write(_ instant: Date, to out: inout [UInt8]) {
-        let totalMillis = Int64((instant.timeIntervalSince1970 * 1000).rounded())
-        let millis = Int(((totalMillis % 1000) + 1000) % 1000)
-        let shown = (totalMillis - Int64(millis)) / 1000
+        let (shown, millis) = RFC3339.shownSecond(of: instant)
         let offsetAt = instant.timeIntervalSince1970.rounded(.down)
         if second?.offsetAt != offsetAt || second?.shown != shown {
             let offset = zone.utcOffsetSeconds(at: instant)
-            var text: [UInt8] = []
-            RFC3339.write(Date(timeIntervalSince1970: Double(shown)), utcOffsetSeconds: offset, to: &text)
-            let tailCount = offset == 0 ? 1 : 6  // `Z`, `+02:00`
-            head = Array(text.dropLast(tailCount))
-            tail = Array(text.suffix(tailCount))
+            head.removeAll(keepingCapacity: true)
+            RFC3339.writeSecond(shown, utcOffsetSeconds: offset, to: &head)
+            tail.removeAll(keepingCapacity: true)
+            RFC3339.writeOffset(offset, to: &tail)
             second = (offsetAt, shown)
         }
         out.append(contentsOf: head)
-        if millis != 0 {
-            out.append(UInt8(ascii: "."))
-            out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: millis / 100))
-            out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: millis / 10 % 10))
-            out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: millis % 10))
-        }
+        RFC3339.writeFraction(millis, to: &out)
         out.append(contentsOf: tail)
     }
 }
