@@ -28,6 +28,7 @@ struct RecentTopics {
     /// The topic of `cString` (NUL-terminated), equal to `String(cString: cString)`.
     mutating func topic(_ cString: UnsafePointer<CChar>) -> String {
         let count = strlen(cString)
+        guard count <= Self.maxKeptBytes else { return String(cString: cString) }
         for topic in topics where topic.utf8.count == count {
             let same = topic.utf8.withContiguousStorageIfAvailable { bytes in
                 bytes.baseAddress.map { memcmp($0, cString, count) == 0 } ?? (count == 0)
@@ -35,9 +36,7 @@ struct RecentTopics {
             if same == true { return topic }
         }
         let topic = String(cString: cString)
-        if count > Self.maxKeptBytes {
-            return topic
-        } else if topics.count < Self.capacity {
+        if topics.count < Self.capacity {
             topics.append(topic)
         } else {
             topics[next] = topic
