@@ -108,10 +108,11 @@ final class Heartbeat: Service {
         }
     }
 
-    /// Runs the beat if one is due at `now`: on the clock's thread when its alarm rings, and on the
+    /// Runs the beat if one is due now: on the clock's thread when its alarm rings, and on the
     /// network thread after each batch of readings (`BrokerConnection`), which so takes the beat
     /// while readings come. Whoever takes it sets the next one, and the alarm after it.
-    func beatIfDue(at now: UInt64 = Wakeup.now()) {
+    func beatIfDue() {
+        let now = Wakeup.now()
         let current = due.load(ordering: .relaxed)
         guard current > 0, now >= current else { return }
         let step = Wakeup.nanoseconds(interval)

@@ -4,8 +4,9 @@ import Glibc
 import Musl
 #endif
 
-/// A thread's wait that another thread can end early, timed on the monotonic clock: the clock's
-/// beat, a sink's hold-off and retry, the broker's reconnect backoff, a stop's bounded wait.
+/// A thread's wait that another thread can end early, timed on the monotonic clock: a sink's
+/// hold-off and retry, the broker's reconnect backoff, a stop's bounded wait. (The clock's beat
+/// waits on an `Alarm`, whose time other threads move without waking it.)
 ///
 /// `DispatchSemaphore.wait(timeout:)` waits in `sem_timedwait`, whose deadline is on the wall
 /// clock: a wall clock stepped back during the wait (NTP at boot, a person, a Pi's saved clock)
