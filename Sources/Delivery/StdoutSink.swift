@@ -38,7 +38,11 @@ public final class StdoutSink: Sink {
         // The lines' times, the last second's text kept from one delivery to the next (pushes
         // are delivered one at a time, on either thread: the lock is never waited for).
         let stamps = Mutex(LocalTimeStamps(zone: zone))
-        let isReady: (@Sendable () -> Bool)? = FileDescriptor.isTerminal(fd) ? nil : { @Sendable in FileDescriptor.hasRoom(fd) }
+        let isReady: (@Sendable () -> Bool)? = switch FileDescriptor.kind(of: fd) {
+        case .terminal: nil
+        case .file: { @Sendable in true }
+        case .other: { @Sendable in FileDescriptor.hasRoom(fd) }
+        }
         outbox = try Outbox(
             label: "stdout", capacity: capacity,
             deliver: { pushes in
@@ -138,9 +142,23 @@ public enum FileDescriptor {
         return poll(&descriptor, 1, 0) == 1 && descriptor.revents == Int16(POLLOUT)
     }
 
-    /// A terminal may hold its output back at any moment (Ctrl-S) with room left: poll is no
-    /// promise there, so its lines are always written by the sink's own thread.
-    public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+    /// What a descriptor's writes may wait for, looked at once.
+    public enum Kind: Equatable, Sendable {
+        /// A terminal may hold its output back at any moment (Ctrl-S) with room left: poll is no
+        /// promise there, so its lines are always written by the sink's own thread.
+        case terminal
+        /// A regular file (`run --dry-run > file`) has no reader to wait for: a line always has
+        /// room, and asking `poll` at every push is a system call for a known answer.
+        case file
+        /// A pipe, a socket (journald's stream), a device: `hasRoom` asks at each write.
+        case other
+    }
+
+    public static func kind(of fd: Int32) -> Kind {
+        if isatty(fd) == 1 { return .terminal }
+        var status = stat()
+        return fstat(fd, &status) == 0 && status.st_mode & S_IFMT == S_IFREG ? .file : .other
+    }
 
     /// Writes every byte, retrying after signals; the system's reason when it fails.
     public static func writeAll(_ bytes: [UInt8], to fd: Int32) -> String? {

@@ -93,6 +93,52 @@ import Testing
         #expect(bytes.count > filler && text.hasPrefix(#"{"patch":{"content":"#) && text.hasSuffix("\"widget\":\"power\"}\n"), "\(text)")
     }
 
+    /// What each kind of standard output is taken for: a file is never polled (it always has
+    /// room), anything else (but a terminal) asked at every write.
+    enum Descriptor: CaseIterable { case file, pipe, socket, devNull }
+
+    @Test(arguments: Descriptor.allCases)
+    func eachDescriptorIsTakenForWhatItIs(descriptor: Descriptor) throws {
+        var fds: [Int32] = []
+        defer { fds.forEach { close($0) } }
+        switch descriptor {
+        case .file:
+            var template = Array("/tmp/flowbridge-stdout-XXXXXX".utf8CString)
+            fds = [mkstemp(&template)]
+            unlink(String(cString: template))
+        case .pipe:
+            fds = [0, 0]
+            try #require(pipe(&fds) == 0)
+            fds.swapAt(0, 1)
+        case .socket:
+            fds = [0, 0]
+            try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        case .devNull:
+            fds = [open("/dev/null", O_WRONLY)]
+        }
+        try #require(fds[0] >= 0)
+        let expected: FileDescriptor.Kind = switch descriptor {
+        case .file: .file
+        case .pipe, .socket, .devNull: .other
+        }
+        #expect(FileDescriptor.kind(of: fds[0]) == expected)
+    }
+
+    /// A line to a file is written before `take` returns, as to a pipe with room.
+    @Test func aLineToAFileIsWrittenInPlace() throws {
+        var template = Array("/tmp/flowbridge-stdout-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        try #require(fd >= 0)
+        let path = String(cString: template)
+        defer { close(fd); unlink(path) }
+        let sink = try StdoutSink(fd: fd, zone: FixedOffsetZone(), log: { _ in })
+        sink.take(OutboxTests.pushes([1000])[0])
+        var status = stat()
+        try #require(fstat(fd, &status) == 0)
+        #expect(status.st_size > 0, "the line is there before take returned")
+        #expect(sink.stop(timeout: .seconds(10)))
+    }
+
     /// The accounts are worked out for standard output only when `run --summary` says them.
     @Test(arguments: [false, true])
     func takesAccountsOnlyForTheSummary(summary: Bool) throws {
