@@ -98,8 +98,20 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
 
+## release: the static binary the package and the images ship. The functions a lone reading runs
+## (bench/hot-functions.txt, made by bench/hot-functions.sh) are linked first, side by side: a
+## reading at a home's pace finds its code cold, and spread over the executable it touched some 170
+## pages (bench/NOTES.md). Each function is compiled into a section of its own, which lld places;
+## a name the build no longer has is passed over. SwiftPM compiles nothing again for flags given on
+## its command line, so a release build made with other compile flags is made anew.
+RELEASE_COMPILE = -Xswiftc -Xfrontend -Xswiftc -function-sections
+RELEASE_LINK = -Xswiftc -use-ld=lld -Xlinker --symbol-ordering-file=$(CURDIR)/bench/hot-functions.txt -Xlinker --no-warn-symbol-ordering
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib --product flowbridge
+	@stamp=.build/release-compile-flags; \
+	if [ "$$(cat $$stamp 2>/dev/null)" != "$(RELEASE_COMPILE)" ]; then \
+	  rm -rf "$$($(SWIFT) build -c release --show-bin-path)" && mkdir -p .build && echo "$(RELEASE_COMPILE)" > $$stamp; \
+	fi
+	$(SWIFT) build -c release --static-swift-stdlib --product flowbridge $(RELEASE_COMPILE) $(RELEASE_LINK)
 
 ## deb: flowbridge_<version>_<arch>.deb from the release build (packaging/deb.sh): the binary, the
 ## systemd unit, the example config as a conffile, the docs and device examples, the man pages

@@ -13,6 +13,8 @@
 # takes them: pushed (bench.yaml's, every reading pushed, as in the flood) or default (its policy
 # line removed: the defaults, a burst settled for 2 s, a push at most every 10 s).
 # Prints one line: "instructions per message <I> (N <N>: <total> in <P> pushes, 1: <total>)".
+# With PROFILE_OUT=FILE, the run of N readings' callgrind profile is kept there (bench/hot-functions.sh
+# reads it).
 # usage: bench/callgrind.sh BINARY [N [RATE [POLICY]]]
 #   (N: 20000 unless given; RATE: a flood unless given; POLICY: pushed unless given;
 #    needs valgrind, mosquitto, cc)
@@ -22,7 +24,7 @@ case $policy in pushed|default) ;; *) echo "POLICY is pushed or default, not '$p
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d /tmp/flowbridge-callgrind-XXXXXX)
 broker= consumer=
-trap '[ -n "$consumer" ] && kill "$consumer" 2>/dev/null; [ -n "$broker" ] && kill "$broker" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+trap '[ -n "$consumer" ] && kill "$consumer" 2>/dev/null; [ -n "$broker" ] && kill "$broker" 2>/dev/null; wait 2>/dev/null; [ -z "${PROFILE_OUT:-}" ] || cp "$dir/run-$n/callgrind.out" "$PROFILE_OUT"; rm -rf "$dir"' EXIT
 cc -O2 -o "$dir/meterpub" bench/meterpub.c -lmosquitto -lm
 # Preloaded into the daemon, two stand-ins around it (its own code is the release binary as built):
 # - Valgrind 3.19 writes into the signal mask handed to sigsuspend, and libdispatch's main thread
