@@ -103,13 +103,16 @@ test: deps
 ## reading at a home's pace finds its code cold, and spread over the executable it touched some 170
 ## pages (bench/NOTES.md). Each function is compiled into a section of its own, which lld places;
 ## a name the build no longer has is passed over. SwiftPM compiles nothing again for flags given on
-## its command line, so a release build made with other compile flags is made anew.
+## its command line, nor links again for a list that changed: a release build made with other
+## compile flags is made anew, and a binary older than the list is linked again.
 RELEASE_COMPILE = -Xswiftc -Xfrontend -Xswiftc -function-sections
 RELEASE_LINK = -Xswiftc -use-ld=lld -Xlinker --symbol-ordering-file=$(CURDIR)/bench/hot-functions.txt -Xlinker --no-warn-symbol-ordering
 release: deps
-	@stamp=.build/release-compile-flags; \
+	@bin=$$($(SWIFT) build -c release --show-bin-path); stamp=.build/release-compile-flags; \
 	if [ "$$(cat $$stamp 2>/dev/null)" != "$(RELEASE_COMPILE)" ]; then \
-	  rm -rf "$$($(SWIFT) build -c release --show-bin-path)" && mkdir -p .build && echo "$(RELEASE_COMPILE)" > $$stamp; \
+	  rm -rf "$$bin" && mkdir -p .build && echo "$(RELEASE_COMPILE)" > $$stamp; \
+	elif [ bench/hot-functions.txt -nt "$$bin/flowbridge" ]; then \
+	  rm -f "$$bin/flowbridge"; \
 	fi
 	$(SWIFT) build -c release --static-swift-stdlib --product flowbridge $(RELEASE_COMPILE) $(RELEASE_LINK)
 

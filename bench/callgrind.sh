@@ -13,8 +13,8 @@
 # takes them: pushed (bench.yaml's, every reading pushed, as in the flood) or default (its policy
 # line removed: the defaults, a burst settled for 2 s, a push at most every 10 s).
 # Prints one line: "instructions per message <I> (N <N>: <total> in <P> pushes, 1: <total>)".
-# With PROFILE_OUT=FILE, the run of N readings' callgrind profile is kept there (bench/hot-functions.sh
-# reads it).
+# With PROFILE_OUT=DIR, both runs' callgrind profiles are kept there (callgrind-N.out, callgrind-1.out),
+# their functions named as the linker names them (--demangle=no: bench/hot-functions.sh reads them).
 # usage: bench/callgrind.sh BINARY [N [RATE [POLICY]]]
 #   (N: 20000 unless given; RATE: a flood unless given; POLICY: pushed unless given;
 #    needs valgrind, mosquitto, cc)
@@ -24,7 +24,7 @@ case $policy in pushed|default) ;; *) echo "POLICY is pushed or default, not '$p
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d /tmp/flowbridge-callgrind-XXXXXX)
 broker= consumer=
-trap '[ -n "$consumer" ] && kill "$consumer" 2>/dev/null; [ -n "$broker" ] && kill "$broker" 2>/dev/null; wait 2>/dev/null; [ -z "${PROFILE_OUT:-}" ] || cp "$dir/run-$n/callgrind.out" "$PROFILE_OUT"; rm -rf "$dir"' EXIT
+trap '[ -n "$consumer" ] && kill "$consumer" 2>/dev/null; [ -n "$broker" ] && kill "$broker" 2>/dev/null; wait 2>/dev/null; [ -z "${PROFILE_OUT:-}" ] || for run in $n 1; do cp "$dir/run-$run/callgrind.out" "$PROFILE_OUT/callgrind-$run.out"; done; rm -rf "$dir"' EXIT
 cc -O2 -o "$dir/meterpub" bench/meterpub.c -lmosquitto -lm
 # Preloaded into the daemon, two stand-ins around it (its own code is the release binary as built):
 # - Valgrind 3.19 writes into the signal mask handed to sigsuspend, and libdispatch's main thread
@@ -71,7 +71,7 @@ instructions() {
   # releases; the window's cost is make bench's, scraped every 15 s.
   sed -e "s/@PORT@/$port/" -e "s|@STATE@|$run/state.json|" -e '/^http:/d' bench/bench.yaml > "$run/config.yaml"
   [ "$policy" = pushed ] || sed -i '/^    policy:/d' "$run/config.yaml"
-  LD_PRELOAD="$dir/preload.so" valgrind --tool=callgrind --callgrind-out-file="$run/callgrind.out" \
+  LD_PRELOAD="$dir/preload.so" valgrind --tool=callgrind ${PROFILE_OUT:+--demangle=no} --callgrind-out-file="$run/callgrind.out" \
     "$binary" run --config "$run/config.yaml" --dry-run --log-level warning > "$run/out" 2> "$run/err" & consumer=$!
   # Subscribed: the broker logs the subscription (valgrind starts the daemon slowly).
   until grep -q " bench/meter/" "$run/mosquitto.log"; do

@@ -9,28 +9,30 @@
 #
 # The functions are those of BINARY's own code (the daemon's modules, Swift's static standard
 # library and runtime) that callgrind counts at least once every two readings in bench/callgrind.sh's
-# paced runs of 2,000 readings, every reading pushed and with the default policy; the most called
-# first. C++ functions of the runtime are left out (callgrind gives their names demangled, which the
-# linker does not know); a reading calls few of them. A name the build no longer has is passed over
-# by the linker: the list ages without breaking the build, and is made again after changes to the
-# way of a reading.
+# paced runs of 2,000 readings, every reading pushed and with the default policy, less what the run
+# of one reading calls (the start: the runtime scans its conformances and reads the config with
+# loops of thousands of calls); the most called first, named as the linker names them (the
+# runtime's C++ functions mangled). A name the build no longer has is passed over by the linker: the
+# list ages without breaking the build, and is made again after changes to the way of a reading.
 # usage: bench/hot-functions.sh BINARY > bench/hot-functions.txt   (a release binary, as make release
 #   builds it; needs what bench/callgrind.sh needs, and python3)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-binary=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+binary=$(cd "$(dirname "$1")" && pwd -P)/$(basename "$1")  # as callgrind names it: links resolved
 work=$(mktemp -d /tmp/flowbridge-hot-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 readings=2000
 for policy in pushed default; do
-  PROFILE_OUT="$work/$policy.out" "$here/callgrind.sh" "$binary" "$readings" 100 "$policy" >&2
+  mkdir "$work/$policy"
+  PROFILE_OUT="$work/$policy" "$here/callgrind.sh" "$binary" "$readings" 100 "$policy" >&2
 done
-python3 - "$binary" "$readings" "$work/pushed.out" "$work/default.out" <<'PY'
+python3 - "$binary" "$readings" "$work" <<'PY'
 import collections, re, sys
 
-binary, readings = sys.argv[1], int(sys.argv[2])
-calls = collections.Counter()
-for path in sys.argv[3:]:
+binary, readings, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+
+def calls_in(path):
+    """How often each of the binary's functions is called in one profile."""
     # callgrind's format: names given once as "(id) name", then "(id)"; a call is "cob=" (the
     # callee's object, the caller's when absent), "cfn=" and "calls=COUNT ...".
     names = {"ob": {}, "fn": {}}
@@ -42,7 +44,7 @@ for path in sys.argv[3:]:
             names[space][m.group(1)] = m.group(2)
         return names[space].get(m.group(1), "")
     ob = cob = cfn = None
-    per_run = collections.Counter()
+    calls = collections.Counter()
     for line in open(path, errors="replace"):
         key, _, value = line.rstrip("\n").partition("=")
         if key == "ob":
@@ -55,15 +57,22 @@ for path in sys.argv[3:]:
                 cfn = function
         elif key == "calls":
             if (cob or ob) == binary and cfn:
-                per_run[cfn] += int(value.split()[0])
+                calls[re.sub(r"'\d+$", "", cfn)] += int(value.split()[0])
             cob = cfn = None
-    for function, count in per_run.items():
+    return calls
+
+calls = collections.Counter()
+for policy in ("pushed", "default"):
+    run = calls_in(f"{work}/{policy}/callgrind-{readings}.out")
+    run.subtract(calls_in(f"{work}/{policy}/callgrind-1.out"))
+    for function, count in run.items():
         if count * 2 >= readings:
-            calls[re.sub(r"'\d+$", "", function)] += count
+            calls[function] += count
 
 print("# The functions a lone reading runs, linked first and side by side by make release;")
 print("# made by bench/hot-functions.sh (the most called first).")
 for function, _ in sorted(calls.items(), key=lambda item: (-item[1], item[0])):
-    if re.fullmatch(r"[A-Za-z0-9_$.]+", function):
+    # A name the linker can look up: not an address (code without a symbol), nothing demangled.
+    if re.fullmatch(r"[A-Za-z0-9_$.]+", function) and not function.startswith("0x"):
         print(function)
 PY
