@@ -51,10 +51,10 @@ def calls_in(path):
             ob = name("ob", value)
         elif key == "cob":
             cob = name("ob", value)
-        elif key in ("fn", "cfn"):
-            function = name("fn", value)
-            if key == "cfn":
-                cfn = function
+        elif key == "fn":
+            name("fn", value)  # a function's id, named for the calls to it that follow
+        elif key == "cfn":
+            cfn = name("fn", value)
         elif key == "calls":
             if (cob or ob) == binary and cfn:
                 calls[re.sub(r"'\d+$", "", cfn)] += int(value.split()[0])
