@@ -105,6 +105,8 @@ test: deps
 ## a name the build no longer has is passed over. SwiftPM compiles nothing again for flags given on
 ## its command line, nor links again for a list that changed: a release build made with other
 ## compile flags is made anew, and a binary older than the list is linked again.
+# `make deb RELEASE_FLAGS="-j 2"`: more of swift build's options for the release build (two jobs on a 2 GB Pi).
+RELEASE_FLAGS ?=
 RELEASE_COMPILE = -Xswiftc -Xfrontend -Xswiftc -function-sections
 RELEASE_LINK = -Xswiftc -use-ld=lld -Xlinker --symbol-ordering-file=$(CURDIR)/bench/hot-functions.txt -Xlinker --no-warn-symbol-ordering
 release: deps
@@ -114,7 +116,7 @@ release: deps
 	elif [ bench/hot-functions.txt -nt "$$bin/flowbridge" ]; then \
 	  rm -f "$$bin/flowbridge"; \
 	fi
-	$(SWIFT) build -c release --static-swift-stdlib --product flowbridge $(RELEASE_COMPILE) $(RELEASE_LINK)
+	$(SWIFT) build -c release --static-swift-stdlib --product flowbridge $(RELEASE_COMPILE) $(RELEASE_LINK) $(RELEASE_FLAGS)
 
 ## deb: flowbridge_<version>_<arch>.deb from the release build (packaging/deb.sh): the binary, the
 ## systemd unit, the example config as a conffile, the docs and device examples, the man pages
