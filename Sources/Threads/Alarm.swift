@@ -28,9 +28,8 @@ public final class Alarm: Sendable {
     /// Sets when `wait()` ends: at `deadline` (`Wakeup.now()`'s nanoseconds), at once when it has
     /// passed. The time set before is forgotten, and with it a ring that was not waited for yet.
     public func set(_ deadline: UInt64) {
-        let at = max(deadline, 1)  // a time of 0 would disarm it
-        var setting = itimerspec(
-            it_interval: timespec(), it_value: timespec(tv_sec: Int(at / 1_000_000_000), tv_nsec: Int(at % 1_000_000_000)))
+        // A time of 0 would disarm it.
+        var setting = itimerspec(it_interval: timespec(), it_value: timespec(nanoseconds: max(deadline, 1)))
         timerfd_settime(fd, Int32(TFD_TIMER_ABSTIME), &setting, nil)
     }
 

@@ -63,7 +63,7 @@ public final class Wakeup: @unchecked Sendable {
     public func wait(until deadline: UInt64? = nil) -> Bool {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        var limit = deadline.map { timespec(tv_sec: Int(clamping: $0 / 1_000_000_000), tv_nsec: Int($0 % 1_000_000_000)) }
+        var limit = deadline.map { timespec(nanoseconds: $0) }
         while !signalled {
             if limit == nil {
                 pthread_cond_wait(condition, mutex)
@@ -73,5 +73,13 @@ public final class Wakeup: @unchecked Sendable {
         }
         signalled = false
         return true
+    }
+}
+
+extension timespec {
+    /// A time in nanoseconds as `Wakeup.now()` counts them, as the system takes it: the deadline of
+    /// a `Wakeup`'s wait and an `Alarm`'s time.
+    init(nanoseconds: UInt64) {
+        self.init(tv_sec: Int(clamping: nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
     }
 }
