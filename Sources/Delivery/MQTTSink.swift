@@ -208,9 +208,9 @@ private final class Core: Sendable {
                     try connection.publish(topic: message.topic, payload: message.payload, qos: message.qos, retain: message.retain)
                     publication.published(message)
                     published.append(message)
-                    record.record(DeliveryHealth.delivered)
+                    record.record(.delivered)
                 } catch {
-                    record.record(DeliveryHealth.failed, detail: "\(error)")
+                    record.record(.failed, detail: "\(error)")
                     failed(error)
                 }
             }

@@ -71,7 +71,7 @@ public final class DeliveryRecord: Sendable {
 
     public var current: DeliveryHealth { health.withLock { $0 } }
 
-    public func record(_ result: String, detail: String? = nil, at: Date = Date()) {
+    public func record(_ result: DeliveryHealth.Result, detail: String? = nil, at: Date = Date()) {
         health.withLock { $0.record(result, detail: detail, at: at) }
     }
 

@@ -62,7 +62,7 @@ public final class StdoutSink: Sink {
                     }
                 }
                 let error = FileDescriptor.writeAll(bytes, to: fd)
-                for _ in pushes { record.record(error == nil ? DeliveryHealth.delivered : DeliveryHealth.failed, detail: error) }
+                for _ in pushes { record.record(error == nil ? .delivered : .failed, detail: error) }
                 if let error, failed.setFirstTime() {
                     log(Diagnostic(.error, "standard output does not take the pushes any more (\(error)); they are dropped until a restart"))
                 }

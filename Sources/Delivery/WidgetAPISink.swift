@@ -197,7 +197,7 @@ private final class DeliveryWorker: @unchecked Sendable {
             outcome = .failed(reason: reason, fateUnknown: requestSent)
         }
         if let diagnostic = delivery.complete(request, outcome, at: .now, jitter: .random(in: 0..<1)) { report(diagnostic) }
-        sink.record.record(outcome.word, detail: outcome.reason)
+        sink.record.record(outcome.result, detail: outcome.reason)
         sink.record.setWaiting(!delivery.isSettled)
         publish(requestInFlight: false)
     }

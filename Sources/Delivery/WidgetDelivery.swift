@@ -64,13 +64,13 @@ public struct WidgetDelivery: Sendable {
         /// `fateUnknown`: the request may have been applied.
         case failed(reason: String, fateUnknown: Bool, retryAfterSeconds: Double? = nil)
 
-        /// Its name as the window counts it: `delivered`, `rejected`, `refused`, `failed`.
-        public var word: String {
+        /// The result as the window counts it.
+        public var result: DeliveryHealth.Result {
             switch self {
-            case .delivered: DeliveryHealth.delivered
-            case .rejected: "rejected"
-            case .refused: "refused"
-            case .failed: DeliveryHealth.failed
+            case .delivered: .delivered
+            case .rejected: .rejected
+            case .refused: .refused
+            case .failed: .failed
             }
         }
 

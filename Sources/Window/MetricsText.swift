@@ -63,8 +63,8 @@ public enum MetricsText {
 
         out.family("flowbridge_sink_deliveries_total", .counter, "Each sink's deliveries by result.")
         for sink in snapshot.sinks {
-            for (result, count) in (sink.health?.results ?? [:]).sorted(by: { $0.key < $1.key }) {
-                out.sample("flowbridge_sink_deliveries_total", ["sink": sink.name, "result": result], Double(count))
+            for (result, count) in sink.health?.results ?? [] {
+                out.sample("flowbridge_sink_deliveries_total", ["sink": sink.name, "result": result.rawValue], Double(count))
             }
         }
         out.family("flowbridge_sink_waiting", .gauge, "1 while something waits to be delivered by a sink (a retry, a backoff).")

@@ -37,9 +37,9 @@ public enum StateDocument {
             let health = sink.health
             return .object([
                 "name": .string(sink.name), "destination": .string(sink.destination), "last_at": time(health?.lastAt),
-                "last_result": health?.lastResult.map(JSONValue.string) ?? .null, "last_detail": health?.lastDetail.map(JSONValue.string) ?? .null,
+                "last_result": health?.lastResult.map { .string($0.rawValue) } ?? .null, "last_detail": health?.lastDetail.map(JSONValue.string) ?? .null,
                 "failures_in_a_row": .number(Double(health?.failuresInARow ?? 0)), "waiting": .bool(health?.waiting ?? false),
-                "results": .object((health?.results ?? [:]).mapValues { .number(Double($0)) }),
+                "results": .object(Dictionary(uniqueKeysWithValues: (health?.results ?? []).map { ($0.result.rawValue, .number(Double($0.count))) })),
             ])
         }
         let prices = snapshot.prices.map { price -> JSONValue in

@@ -136,8 +136,8 @@ public struct StatusPage {
         for sink in snapshot.sinks {
             let health = sink.health
             let when = health?.lastAt.map { "\(e(snapshot.localText($0))) (\(Self.ageText(snapshot.age(of: $0))) ago)" } ?? "none yet"
-            let result = health?.lastResult.map { e($0) + (health?.lastDetail.map { ": " + e($0) } ?? "") } ?? "–"
-            let counts = (health?.results ?? [:]).sorted { $0.key < $1.key }.map { "\(e($0.key)) \($0.value)" }.joined(separator: ", ")
+            let result = health?.lastResult.map { e($0.rawValue) + (health?.lastDetail.map { ": " + e($0) } ?? "") } ?? "–"
+            let counts = (health?.results ?? []).map { "\(e($0.result.rawValue)) \($0.count)" }.joined(separator: ", ")
             html += """
                 <tr><td>\(e(sink.destination))</td><td>\(when)</td><td>\(result)</td><td class="n">\(health?.failuresInARow ?? 0)</td>\
                 <td>\(health?.waiting == true ? "yes" : "no")</td><td>\(counts)</td></tr>

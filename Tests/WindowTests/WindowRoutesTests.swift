@@ -98,6 +98,39 @@ import Window
         #expect(page.contains("The last 30 days"))
         #expect(page.contains("<td>2026-12-05</td>"))
     }
+
+    /// A sink's deliveries, counted by result: the same counts in the state, in `/metrics` (a
+    /// sample per result seen, in the order of the words) and on the page; the last result with
+    /// what the other side said, and the failures since the last that went through.
+    @Test func aSinksDeliveriesAreCountedByResult() throws {
+        var health = DeliveryHealth()
+        let at = Date(timeIntervalSince1970: 1_020)
+        for (result, detail) in [(DeliveryHealth.Result.delivered, nil), (.delivered, nil), (.failed, "timeout"), (.rejected, "422: <rate>")] {
+            health.record(result, detail: detail, at: at)
+        }
+        var snapshot = Self.snapshot()
+        snapshot.sinks = [WindowSnapshot.Sink(name: "widget power", destination: "https://api.example/w/1", health: health)]
+        let window = Self.window(snapshot)
+
+        let state = try JSONValue(parsing: window.respond(HTTPRequest(method: "GET", path: "/api/v1/state", peer: Self.loopback)).body)
+        let sink = try #require(state["sinks"]?.arrayValue?.first)
+        #expect(sink["results"] == .object(["delivered": 2, "failed": 1, "rejected": 1]))
+        #expect(sink["last_result"] == "rejected")
+        #expect(sink["last_detail"] == "422: <rate>")
+        #expect(sink["failures_in_a_row"] == 2)
+
+        let metrics = String(decoding: window.respond(HTTPRequest(method: "GET", path: "/metrics", peer: Self.loopback)).body, as: UTF8.self)
+        let samples = metrics.split(separator: "\n").filter { $0.hasPrefix("flowbridge_sink_deliveries_total{") }
+        #expect(samples == [
+            #"flowbridge_sink_deliveries_total{result="delivered",sink="widget power"} 2"#,
+            #"flowbridge_sink_deliveries_total{result="failed",sink="widget power"} 1"#,
+            #"flowbridge_sink_deliveries_total{result="rejected",sink="widget power"} 1"#,
+        ], "\(metrics)")
+
+        let page = String(decoding: window.respond(HTTPRequest(method: "GET", path: "/", peer: Self.loopback)).body, as: UTF8.self)
+        #expect(page.contains("<td>rejected: 422: &lt;rate&gt;</td>"), "\(page)")
+        #expect(page.contains("<td>delivered 2, failed 1, rejected 1</td>"), "\(page)")
+    }
 }
 
 /// The window's prices say what comes next: when, and at what price (a schedule's next slot).
