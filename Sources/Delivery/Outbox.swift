@@ -158,7 +158,7 @@ private final class Drain: Sendable {
         }
         guard claimed else { return false }
         let ready = isReady()
-        if ready { send([push]) }
+        if ready { send(CollectionOfOne(push)) }
         let wakeUp = waiting.withLock { state in
             state.deliveringInPlace = false
             if ready {
@@ -175,8 +175,9 @@ private final class Drain: Sendable {
         return true
     }
 
-    /// Delivers `batch`, each push with the patch from what the sink took before.
-    private func send(_ batch: [WidgetPush]) {
+    /// Delivers `batch`, each push with the patch from what the sink took before. (A push
+    /// delivered in place comes as a collection of one, not an array made for it.)
+    private func send(_ batch: some Collection<WidgetPush>) {
         let outgoing = taken.withLock { taken in batch.compactMap { Self.outgoing($0, after: &taken[$0.widget]) } }
         if !outgoing.isEmpty { deliver(outgoing) }
     }

@@ -18,6 +18,8 @@ public final class StdoutSink: Sink {
     private let accounts: LatestAccounts?
     /// How the writes went, for the window.
     private let record: DeliveryRecord
+    /// The most of its lines' buffer a delivery keeps for the next: a line is some hundred bytes.
+    static let keptBufferBytes = 65_536
 
     /// - Parameters:
     ///   - fd: where the lines go (1).
@@ -35,9 +37,10 @@ public final class StdoutSink: Sink {
         self.accounts = accounts
         let record = DeliveryRecord()
         self.record = record
-        // The lines' times, the last second's text kept from one delivery to the next (pushes
-        // are delivered one at a time, on either thread: the lock is never waited for).
-        let stamps = Mutex(LocalTimeStamps(zone: zone))
+        // Kept from one delivery to the next (pushes are delivered one at a time, on either
+        // thread: the lock is never waited for): the lines' times, the last second's text; and
+        // the buffer the lines are written into, which each delivery made and freed.
+        let kept = Mutex((stamps: LocalTimeStamps(zone: zone), bytes: [UInt8]()))
         let isReady: (@Sendable () -> Bool)? = switch FileDescriptor.kind(of: fd) {
         case .terminal: nil
         case .file: { @Sendable in true }
@@ -46,22 +49,27 @@ public final class StdoutSink: Sink {
         outbox = try Outbox(
             label: "stdout", capacity: capacity,
             deliver: { pushes in
-                var bytes: [UInt8] = []
-                bytes.reserveCapacity(256 * pushes.count)
-                for push in pushes {
-                    stamps.withLock { PushLine.write(widget: push.widget, at: push.at, patch: push.contentPatch, stamps: &$0, to: &bytes) }
-                    bytes.append(0x0A)
-                    if let summary {
-                        bytes.append(contentsOf: summary(push).utf8)
-                        if let known = accounts?.latest.withLock({ $0[push.widget] }) {
-                            let balance = AccountBalance(accountsKWh: FlowEngine.summed(known.accountsKWh))
-                            bytes.append(contentsOf: "; day so far: \(balance.sides)".utf8)
-                            if let money = known.money { bytes.append(contentsOf: "; money so far: \(money.text)".utf8) }
+                let error = kept.withLock { kept in
+                    kept.bytes.removeAll(keepingCapacity: true)
+                    for push in pushes {
+                        PushLine.write(widget: push.widget, at: push.at, patch: push.contentPatch, stamps: &kept.stamps, to: &kept.bytes)
+                        kept.bytes.append(0x0A)
+                        if let summary {
+                            kept.bytes.append(contentsOf: summary(push).utf8)
+                            if let known = accounts?.latest.withLock({ $0[push.widget] }) {
+                                let balance = AccountBalance(accountsKWh: FlowEngine.summed(known.accountsKWh))
+                                kept.bytes.append(contentsOf: "; day so far: \(balance.sides)".utf8)
+                                if let money = known.money { kept.bytes.append(contentsOf: "; money so far: \(money.text)".utf8) }
+                            }
+                            kept.bytes.append(0x0A)
                         }
-                        bytes.append(0x0A)
                     }
+                    defer {
+                        // A batch after a jam may have been large: its buffer is not kept.
+                        if kept.bytes.capacity > Self.keptBufferBytes { kept.bytes = [] }
+                    }
+                    return FileDescriptor.writeAll(kept.bytes, to: fd)
                 }
-                let error = FileDescriptor.writeAll(bytes, to: fd)
                 for _ in pushes { record.record(error == nil ? .delivered : .failed, detail: error) }
                 if let error, failed.setFirstTime() {
                     log(Diagnostic(.error, "standard output does not take the pushes any more (\(error)); they are dropped until a restart"))
