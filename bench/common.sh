@@ -28,6 +28,22 @@ wait_subscribed() {
   until [ "$(grep -c "Sending SUBACK" "$1/mosquitto.log")" -ge "$2" ]; do sleep 0.05; done
 }
 
+# wait_meters DIR PID: until the broker of DIR (with log_type subscribe: a line per filter a
+# client subscribes to) has a subscription covering each meter topic bench/meterpub publishes on
+# (bench/meter/solar, battery and grid: each its own filter, or bench/meter/+ or bench/meter/#).
+# Fails when PID ends first, or after 60 s.
+wait_meters() {
+  waited=0
+  until awk 'NF == 4 && $NF ~ /^bench\/meter\// {
+               if ($NF == "bench/meter/#" || $NF == "bench/meter/+") all = 1; else seen[$NF] = 1 }
+             END { exit !(all || (seen["bench/meter/solar"] && seen["bench/meter/battery"] && seen["bench/meter/grid"])) }' \
+          "$1/mosquitto.log"; do
+    kill -0 "$2" 2>/dev/null || { echo "the consumer ended before subscribing" >&2; return 1; }
+    [ "$waited" -lt 1200 ] || { echo "the consumer did not subscribe to the meters within 60 s" >&2; return 1; }
+    sleep 0.05; waited=$((waited + 1))
+  done
+}
+
 # A process's seconds on a processor (/proc/PID/stat's user and system time, in ticks of 10 ms:
 # the threads that ended are counted too).
 cpu_seconds() { awk -v t="$(getconf CLK_TCK)" '{ print ($14 + $15) / t }' "/proc/$1/stat"; }

@@ -22,14 +22,16 @@ dir=$(mktemp -d /tmp/flowbridge-bench-XXXXXX)
 # With BENCH_LIBS (a folder of private copies of the libraries: bench/run.sh), the broker and the
 # consumer load their libraries from there.
 libraries=${BENCH_LIBS:+LD_LIBRARY_PATH=$BENCH_LIBS}
-start_broker "$dir"
+start_broker "$dir" "log_type information" "log_type subscribe"
 port=$broker_port; port2=$(free_port)
 consumer=
 trap 'kill $broker_pid 2>/dev/null; [ -n "$consumer" ] && kill $consumer 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
 expand() { local text=${1//\{PORT\}/$port}; echo "${text//\{PORT2\}/$port2}"; }
 env $libraries bash -c "exec $(expand "$command")" > "$dir/out" 2> "$dir/err" & consumer=$!
-# Connected and subscribed: the broker has sent its SUBACK.
-for _ in $(seq 200); do grep -q "Sending SUBACK" "$dir/mosquitto.log" && break; sleep 0.05; done
+# Subscribed to every meter's topic: the broker has taken the consumer's subscriptions.
+wait_meters "$dir" "$consumer" || { tail -3 "$dir/err" >&2; exit 1; }
+# A moment for what a consumer does once subscribed (flowbridge gives back its start's pages)
+# before its CPU is first read.
 sleep 0.5
 cpu() { cpu_seconds "$consumer"; }
 idle=-
