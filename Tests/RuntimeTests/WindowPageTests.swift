@@ -88,13 +88,16 @@ extension WindowPageTests {
         #expect(await daemon.waitFor(#""rate":2700"#), "\(daemon.text)")
 
         let prefix = "/api/hassio_ingress/Zm9vYmFy"
-        let proxyPort = HTTPProbe.freePort()
         let requests = folder.url.appendingPathComponent("proxy-requests.txt").path
         let script = try folder.write("ingress-proxy.py", Self.ingressProxy)
+        let proxyLog = folder.url.appendingPathComponent("proxy.log").path
         let proxy = try ChildProcess(
-            "/usr/bin/env", ["python3", script, prefix, "http://127.0.0.1:\(port)", "\(proxyPort)", requests],
-            outputFile: folder.url.appendingPathComponent("proxy.log").path)
+            "/usr/bin/env", ["python3", script, prefix, "http://127.0.0.1:\(port)", requests], outputFile: proxyLog)
         defer { proxy.send(SIGTERM) }
+        // The port the system gave the proxy, which it prints (a line) once it listens.
+        let proxyPort = try #require(await poll {
+            (try? String(contentsOfFile: proxyLog, encoding: .utf8)).flatMap { $0.hasSuffix("\n") ? Int($0.dropLast()) : nil }
+        }, "\((try? String(contentsOfFile: proxyLog, encoding: .utf8)) ?? "")")
         #expect(await eventually { HTTPProbe.request(port: proxyPort, path: prefix + "/")?.status == 200 })
         #expect(HTTPProbe.request(port: proxyPort, path: prefix + "/")?.headers["x-frame-options"] == "SAMEORIGIN")
 
@@ -113,7 +116,7 @@ extension WindowPageTests {
     /// The proxy: GET PREFIX/path → UPSTREAM/path, each path it was asked for written to a file.
     static let ingressProxy = """
         import http.server, sys, urllib.error, urllib.request
-        prefix, upstream, port, seen = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+        prefix, upstream, seen = sys.argv[1], sys.argv[2], sys.argv[3]
         class Ingress(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
                 with open(seen, "a") as f:
@@ -136,7 +139,9 @@ extension WindowPageTests {
                 self.wfile.write(body)
             def log_message(self, *arguments):
                 pass
-        http.server.ThreadingHTTPServer(("127.0.0.1", port), Ingress).serve_forever()
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Ingress)
+        print(server.server_address[1], flush=True)
+        server.serve_forever()
 
         """
 }

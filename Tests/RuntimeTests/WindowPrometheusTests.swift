@@ -36,6 +36,7 @@ struct WindowPrometheusTests {
     @Test func prometheusScrapesLifetimeCountersThatRiseAcrossARestart() async throws {
         let broker = try await MosquittoBroker()
         let folder = TemporaryFolder()
+        // Picked, not given by the system: both daemons listen on it, Prometheus's one target.
         let windowPort = HTTPProbe.freePort()
         let config = Self.config(broker: broker.port, window: windowPort, state: folder.url.appendingPathComponent("state.json").path)
         let prometheus = try await Prometheus(target: "127.0.0.1:\(windowPort)", folder: folder)
@@ -86,8 +87,8 @@ struct WindowPrometheusTests {
     }
 }
 
-/// Debian's Prometheus, started on a free loopback port with a scrape config of one target,
-/// scraped every second.
+/// Debian's Prometheus, listening on a loopback port the system gives it, with a scrape config
+/// of one target, scraped every second.
 final class Prometheus: @unchecked Sendable {
     static let executable = MosquittoBroker.findExecutable("prometheus")
     static var isAvailable: Bool { executable != nil }
@@ -97,7 +98,6 @@ final class Prometheus: @unchecked Sendable {
     let logFile: String
 
     init(target: String, folder: TemporaryFolder) async throws {
-        port = HTTPProbe.freePort()
         let config = try folder.write("prometheus.yml", """
             global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
             scrape_configs:
@@ -108,10 +108,25 @@ final class Prometheus: @unchecked Sendable {
         process = try ChildProcess(
             Self.executable!,
             ["--config.file=\(config)", "--storage.tsdb.path=\(folder.url.appendingPathComponent("tsdb").path)",
-             "--web.listen-address=127.0.0.1:\(port)"],
+             "--web.listen-address=127.0.0.1:0"],
             outputFile: logFile)
+        // Its log says the address it listens on, the port given: `msg="Listening on" address=127.0.0.1:46693`.
+        let logFile = logFile
+        guard let port = await poll({ Self.listeningPort(in: (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "") }) else {
+            process.send(SIGTERM)
+            throw BrokerError("prometheus did not say where it listens: \((try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "")")
+        }
+        self.port = port
         let ready = await eventually { HTTPProbe.request(port: port, path: "/-/ready")?.status == 200 }
         if !ready { throw BrokerError("prometheus did not get ready: \(log)") }
+    }
+
+    /// The port of the log's `msg="Listening on" address=HOST:PORT` line, once it is written whole.
+    static func listeningPort(in log: String) -> Int? {
+        guard let line = log.split(separator: "\n", omittingEmptySubsequences: false).dropLast().first(where: { $0.contains(#"msg="Listening on""#) }),
+              let address = line.split(separator: " ").first(where: { $0.hasPrefix("address=") })
+        else { return nil }
+        return address.lastIndex(of: ":").flatMap { Int(address[address.index(after: $0)...]) }
     }
 
     var log: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
