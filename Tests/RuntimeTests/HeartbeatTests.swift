@@ -10,48 +10,49 @@ import Threads
 /// The clock beats every 10 ms here; the tests wait for beats to have happened, never for a time.
 @Suite(.timeLimit(.minutes(1))) struct HeartbeatTests {
     /// What the beats did, in order, and on which threads; latches opened once enough beats of
-    /// a part are in.
+    /// a part, or on a thread, are in.
     final class Beats: Sendable {
-        private let list = Mutex<[String]>([])
-        private let waits = Mutex<[(part: String, count: Int, latch: Latch)]>([])
-        private let threadNames = Mutex<Set<String>>([])
+        /// Which beats a wait counts: a part's, or those run on the thread of a name.
+        enum Counted: Sendable {
+            case part(String)
+            case thread(String)
+
+            func counts(_ beat: Beat) -> Bool {
+                switch self {
+                case .part(let part): beat.part == part
+                case .thread(let thread): beat.thread == thread
+                }
+            }
+        }
+
+        struct Beat: Sendable {
+            var part: String
+            var thread: String
+        }
+
+        private let list = Mutex<[Beat]>([])
+        private let waits = Mutex<[(counted: Counted, count: Int, latch: Latch)]>([])
 
         func beat(_ part: String) {
             let thread = ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?").trimmingCharacters(in: .newlines)
-            threadNames.withLock { _ = $0.insert(thread) }
-            let (count, onThread) = list.withLock { list in
-                list.append(part)
-                return (list.count { $0 == part }, onThreads.withLock { counts in
-                    counts[thread, default: 0] += 1
-                    return counts[thread]!
-                })
+            let beats = list.withLock { list in
+                list.append(Beat(part: part, thread: thread))
+                return list
             }
-            for wait in waits.withLock({ $0 }) where (wait.part == part && count >= wait.count) || (wait.part == "thread:" + thread && onThread >= wait.count) {
-                wait.latch.open()
-            }
+            for wait in waits.withLock({ $0 }) where beats.count(where: wait.counted.counts) >= wait.count { wait.latch.open() }
         }
 
-        private let onThreads = Mutex<[String: Int]>([:])
+        /// The beats so far that `counted` counts.
+        func count(_ counted: Counted) -> Int { list.withLock { $0.count(where: counted.counts) } }
 
-        /// Beats run on the thread named `thread` so far.
-        func count(on thread: String) -> Int { onThreads.withLock { $0[thread] ?? 0 } }
+        var all: [String] { list.withLock { $0.map(\.part) } }
+        var threads: Set<String> { Set(list.withLock { $0.map(\.thread) }) }
 
-        /// Returns once `count` beats in all have run on the thread named `thread`.
-        func wait(onThread thread: String, count: Int) async throws {
+        /// Returns once `count` beats that `counted` counts have run in all.
+        func wait(for counted: Counted, count: Int) async throws {
             let latch = Latch()
-            waits.withLock { $0.append(("thread:" + thread, count, latch)) }
-            if self.count(on: thread) >= count { latch.open() }
-            try await latch.wait()
-        }
-
-        var all: [String] { list.withLock { $0 } }
-        var threads: Set<String> { threadNames.withLock { $0 } }
-
-        /// Returns once `part` has beaten `count` times in all.
-        func wait(for part: String, count: Int) async throws {
-            let latch = Latch()
-            waits.withLock { $0.append((part, count, latch)) }
-            if all.count(where: { $0 == part }) >= count { latch.open() }
+            waits.withLock { $0.append((counted, count, latch)) }
+            if self.count(counted) >= count { latch.open() }
             try await latch.wait()
         }
     }
@@ -64,9 +65,9 @@ import Threads
             Task { try await clock.beating { beats.beat(name) } }
         }
         let first = part("first")
-        try await beats.wait(for: "first", count: 1)
+        try await beats.wait(for: .part("first"), count: 1)
         let second = part("second")
-        try await beats.wait(for: "second", count: 5)
+        try await beats.wait(for: .part("second"), count: 5)
         second.cancel()
         first.cancel()
         running.cancel()
@@ -84,13 +85,13 @@ import Threads
         let running = Task { try await clock.run() }
         let stopping = Task { try await clock.beating { beats.beat("stopping") } }
         let going = Task { try await clock.beating { beats.beat("going") } }
-        try await beats.wait(for: "stopping", count: 3)
+        try await beats.wait(for: .part("stopping"), count: 3)
         stopping.cancel()
         // `beating` returns once the part's beat has run for the last time.
         _ = await stopping.result
         let left = beats.all.count { $0 == "stopping" }
         let goingThen = beats.all.count { $0 == "going" }
-        try await beats.wait(for: "going", count: goingThen + 5)
+        try await beats.wait(for: .part("going"), count: goingThen + 5)
         #expect(beats.all.count { $0 == "stopping" } == left)
         going.cancel()
         running.cancel()
@@ -104,7 +105,7 @@ import Threads
         let beats = Beats()
         let running = Task { try await clock.run() }
         let part = Task { try await clock.beating { beats.beat("part") } }
-        try await beats.wait(for: "part", count: 1)
+        try await beats.wait(for: .part("part"), count: 1)
         // A reading every millisecond, a fifth of the grace apart, asking after each.
         let readingsStop = Atomic(false)
         let readings = try NamedThread.start("readings") {
@@ -114,13 +115,13 @@ import Threads
             }
         }
         let before = beats.all.count
-        try await beats.wait(for: "part", count: before + 5)
+        try await beats.wait(for: .part("part"), count: before + 5)
         readingsStop.store(true, ordering: .relaxed)
         pthread_join(readings, nil)
         #expect(beats.threads.contains("readings"), "\(beats.threads)")
         // Without readings, the clock's own thread beats again.
-        let onClock = beats.count(on: "clock")
-        try await beats.wait(onThread: "clock", count: onClock + 2)
+        let onClock = beats.count(.thread("clock"))
+        try await beats.wait(for: .thread("clock"), count: onClock + 2)
         part.cancel()
         running.cancel()
         _ = await running.result
