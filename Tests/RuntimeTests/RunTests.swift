@@ -310,12 +310,18 @@ struct RunTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Repository.binary)
         process.arguments = ["run", "--config", config, "--dry-run"]
-        let output = Pipe()
+        // A pipe whose reader is gone before the daemon starts: its reading end is closed at
+        // once, not after the spawn. A child that another test spawned meanwhile took it along
+        // and held it open, and the daemon's writes found a reader and went through.
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        close(ends[0])
+        let output = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
         process.standardOutput = output
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
         try process.run()
         defer { kill(process.processIdentifier, SIGKILL) }
-        try output.fileHandleForReading.close()
+        try output.close()
         func log() -> String { (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "" }
         #expect(await eventually { log().contains("subscribed to") }, "\(log())")
         for watts in [100, 200, 300] {
