@@ -117,4 +117,24 @@ struct MosquittoBrokerTests {
         #expect(await sleeper.waitForExit(timeout: .seconds(5)))
         #expect(sleeper.exitCode == 128 + SIGTERM)
     }
+
+    @Test("a child process takes none of the test process's descriptors along")
+    func childProcessTakesNoDescriptor() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fb-child-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A pipe's reading end, open (not closed on exec) at a number no child opens for itself.
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        let kept: Int32 = 901
+        #expect(dup2(ends[0], kept) == kept)
+        defer { [ends[0], ends[1], kept].forEach { close($0) } }
+        let output = directory + "/out.txt"
+        let child = try ChildProcess("/bin/sh", ["-c", "ls /proc/$$/fd"], outputFile: output)
+        #expect(await child.waitForExit(timeout: .seconds(5)))
+        let open = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n").compactMap { Int32($0) }
+        #expect(open.contains(1))
+        #expect(!open.contains(kept), "\(open)")
+        #expect(!open.contains(ends[0]) && !open.contains(ends[1]), "\(open)")
+    }
 }

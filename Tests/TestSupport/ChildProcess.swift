@@ -31,6 +31,28 @@ public final class ChildProcess: @unchecked Sendable {
         return variables
     }()
 
+    /// Adds to `actions` the closing, in the child, of every descriptor above standard error: a
+    /// child takes none of ours along. Tests run in parallel, and a descriptor another test opens
+    /// while this child is spawned (a pipe whose reading end it is about to close, a client's
+    /// socket) kept open in a child outlives its test's intent: a broker kept a client's socket
+    /// alive, a daemon's pushes found a reader that had gone. glibc's `closefrom` action (2.34)
+    /// closes whatever is open when the child starts; without it, the descriptors open now.
+    public static func closeTheRest(_ actions: inout posix_spawn_file_actions_t) {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let symbol = closeFrom {
+            _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
+            return
+        }
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for fd in open.compactMap({ Int32($0) }) where fd > 2 {
+            posix_spawn_file_actions_addclose(&actions, fd)  // one closed meanwhile is passed over
+        }
+    }
+
+    /// `posix_spawn_file_actions_addclosefrom_np`, looked up once: the C library here has it,
+    /// but Swift's view of it does not declare it.
+    nonisolated(unsafe) private static let closeFrom: UnsafeMutableRawPointer? = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np")
+
     /// Starts `path` with `arguments`.
     /// - Parameters:
     ///   - outputFile: stdout and stderr are appended to it (`nil`: discarded).
@@ -60,11 +82,7 @@ public final class ChildProcess: @unchecked Sendable {
         } else {
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
         }
-        // Close everything else we have open (a descriptor closed meanwhile is ignored by glibc).
-        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        for fd in open.compactMap({ Int32($0) }) where fd > 2 {
-            posix_spawn_file_actions_addclose(&actions, fd)
-        }
+        Self.closeTheRest(&actions)
 
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }

@@ -137,6 +137,7 @@ public func runFlowbridgeMeasured(_ arguments: [String], environment: [String: S
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    ChildProcess.closeTheRest(&actions)
     let argv = ([Repository.binary] + arguments).map { strdup($0) } + [nil]
     defer { argv.forEach { free($0) } }
     let variables = ChildProcess.startEnvironment.merging(environment) { _, new in new }
