@@ -39,10 +39,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// closes whatever is open when the child starts; without it, the descriptors open now.
     public static func closeTheRest(_ actions: inout posix_spawn_file_actions_t) {
         typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        if let symbol = closeFrom {
-            _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
-            return
-        }
+        if let symbol = closeFrom, unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3) == 0 { return }
         let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         for fd in open.compactMap({ Int32($0) }) where fd > 2 {
             posix_spawn_file_actions_addclose(&actions, fd)  // one closed meanwhile is passed over
