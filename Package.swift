@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "Runtime", dependencies: ["FlowCore", "DayBook", "Platform", "Persistence", "Configuration", "Mosquitto", "Delivery", "Rendering", "Threads", "Window"]),
         // One type per command, each with its own options.
         .target(name: "Commands", dependencies: ["FlowCore", "DayBook", "Platform", "Persistence", "Configuration", "Runtime", "Mosquitto", "Delivery", "Rendering", "Simulator", "Discovery", "Window"]),
-        .executableTarget(name: "flowbridge", dependencies: ["Commands", "Platform"]),
+        .executableTarget(name: "flowbridge", dependencies: ["Commands", "Platform", "Threads"]),
         .target(name: "TestSupport", dependencies: ["FlowCore", "Mosquitto", "Threads"], path: "Tests/TestSupport"),
         // Replays in-process, for the tests of every module that reads a replay's documents.
         .target(name: "ReplaySupport", dependencies: ["Commands", "Configuration", "FlowCore", "Platform"], path: "Tests/ReplaySupport"),

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Mosquitto
 import Platform
 import Synchronization
+import Threads
 
 /// The daemon's one broker connection, as a part: it subscribes to the sources' topics and to the
 /// ones the sinks listen to, gives each message to the sink that listens to its topic or else to
@@ -112,8 +113,10 @@ final class BrokerConnection: Service {
             bridge.subscribed(at: bridge.time.now())
             if !startupPagesReleased.exchange(true, ordering: .relaxed) {
                 // Off this thread: libmosquitto sends the SUBSCRIBE once this callback returns, and
-                // a message published before the broker has it is not delivered.
-                Task.detached(priority: .background) { [log] in
+                // a message published before the broker has it is not delivered. On a thread of
+                // its own, which ends with it: a task on the shared pool would start libdispatch's
+                // pool, and its monitor's wake-up every second (`ThreadExecutor`).
+                _ = try? NamedThread.start("pages", detached: true) { [log] in
                     if let released = StartupPages.release() { log.log(.info, released.text(after: "running")) }
                 }
             }

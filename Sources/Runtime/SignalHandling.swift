@@ -84,6 +84,8 @@ package final class SignalEvents: @unchecked Sendable {
     /// Kept alive for as long as signals are wanted; set once in init, never mutated (hence unchecked).
     private let sources: [DispatchSourceSignal]
 
+    private static let queue = DispatchQueue(label: "flowbridge.signals")
+
     /// Ends the sequence (the daemon has stopped).
     package func finish() { continuation.finish() }
 
@@ -93,7 +95,9 @@ package final class SignalEvents: @unchecked Sendable {
         self.continuation = continuation
         sources = numbers.map { number in
             signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            // A queue of their own (a serial one): the shared pool's queues wake libdispatch's
+            // monitor of that pool every second from their first use on (`ThreadExecutor`).
+            let source = DispatchSource.makeSignalSource(signal: number, queue: Self.queue)
             source.setEventHandler { continuation.yield(number) }
             source.resume()
             return source

@@ -1,6 +1,7 @@
 import Mosquitto
 import TestSupport
 import Synchronization
+import Threads
 
 /// Collects a client's events on a background task, so a test can wait for one with a timeout
 /// without cancelling (and so losing) a pending `next()`. Nothing here can hang a test.
@@ -12,10 +13,10 @@ final class EventLog: Sendable {
 
     init(_ events: MQTTEvents) {
         // On a thread of its own, as the tests are (`.ownThread`): the shared pool may be busy.
-        let executor = ThreadExecutor(name: "event log")
+        let executor = try? ThreadExecutor(name: "event log")
         Task(executorPreference: executor) { [storage] in
             for await event in events { storage.state.withLock { $0.events.append(event) } }
-            executor.finish()
+            executor?.finish()
         }
     }
 

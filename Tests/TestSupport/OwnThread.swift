@@ -21,8 +21,9 @@ public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
     ) async throws {
         // A suite has no body of its own: each of its test cases gets the thread.
         guard testCase != nil else { return try await function() }
-        let executor = ThreadExecutor(name: test.name)
-        defer { executor.finish() }
+        // A test goes on without its executor if the system has no thread to give it.
+        let executor = try? ThreadExecutor(name: test.name)
+        defer { executor?.finish() }
         try await withTaskExecutorPreference(executor, operation: function)
     }
 }
@@ -30,48 +31,4 @@ public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
 extension Trait where Self == OwnThreadTrait {
     /// Each test on a thread of its own (see `OwnThreadTrait`).
     public static var ownThread: Self { Self() }
-}
-
-/// Runs the jobs given to it, one at a time and in order, on a thread of its own.
-///
-/// `@unchecked Sendable`: the queue of jobs and the finished flag are guarded by `condition`.
-public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
-    private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
-    private var finished = false
-
-    public init(name: String) {
-        // A test goes on without its executor if the system has no thread to give it.
-        _ = try? NamedThread.start(name, detached: true) { [self] in
-            while let job = next() { job.runSynchronously(on: asUnownedTaskExecutor()) }
-        }
-    }
-
-    public func enqueue(_ job: consuming ExecutorJob) {
-        condition.lock()
-        if finished {
-            condition.unlock()
-            // After the end, anything left over (nothing, in structured code) runs on the shared pool.
-            globalConcurrentExecutor.enqueue(job)
-            return
-        }
-        jobs.append(UnownedJob(job))
-        condition.signal()
-        condition.unlock()
-    }
-
-    /// The thread ends once it has run the jobs it has; later ones go to the shared pool.
-    public func finish() {
-        condition.withLock {
-            finished = true
-            condition.signal()
-        }
-    }
-
-    private func next() -> UnownedJob? {
-        condition.withLock {
-            while jobs.isEmpty && !finished { condition.wait() }
-            return jobs.isEmpty ? nil : jobs.removeFirst()
-        }
-    }
 }
