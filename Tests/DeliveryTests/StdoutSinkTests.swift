@@ -105,7 +105,7 @@ import Testing
         case .file:
             var template = Array("/tmp/flowbridge-stdout-XXXXXX".utf8CString)
             fds = [mkstemp(&template)]
-            unlink(String(cString: template))
+            unlink(template)
         case .pipe:
             fds = [0, 0]
             try #require(pipe(&fds) == 0)
@@ -129,7 +129,7 @@ import Testing
         var template = Array("/tmp/flowbridge-stdout-XXXXXX".utf8CString)
         let fd = mkstemp(&template)
         try #require(fd >= 0)
-        let path = String(cString: template)
+        let path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         defer { close(fd); unlink(path) }
         let sink = try StdoutSink(fd: fd, zone: FixedOffsetZone(), log: { _ in })
         sink.take(OutboxTests.pushes([1000])[0])
