@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import Platform
+import Synchronization
 
 /// The signals, as a part: the first SIGTERM or SIGINT asks for the graceful stop; SIGHUP reloads
 /// the config. It is started first and stopped last, so a later signal is heard until the very end.
@@ -9,7 +10,9 @@ import Platform
 /// and some supervisors signal the child and then its whole process group, so one stop arrives
 /// twice, microseconds apart, and must still write the state and exit 0. One that comes later is
 /// someone who does not want to wait: it exits at once, and removes the temporary file of a state
-/// write it cuts short.
+/// write it cuts short. Both are judged by when the signal arrived, where it arrives
+/// (`SignalEvents`), not when a task gets to it: the tasks run on one thread, which a stop's step
+/// may hold for a second (the broker's "offline").
 struct SignalHandling: Service {
     let name = "signals"
     let signals: SignalEvents
@@ -25,23 +28,27 @@ struct SignalHandling: Service {
     static let sameRequestWindow = Duration.seconds(1)
 
     func run() async throws {
+        // A late stop signal exits where it arrives, on the signals' queue: the tasks may be
+        // busy with the stop it cuts short (`ThreadExecutor` runs them on one thread).
+        signals.onLateStop { [log, statePath] signal in
+            log.log(.warning, "second signal \(signal): exiting at once")
+            if let statePath { TemporaryStateFiles(statePath: statePath).remove() }
+            exit(ExitStatus.failure.rawValue)
+        }
         try await cancelOnGracefulShutdown {
-            var stoppingSince: ContinuousClock.Instant?
+            var stopping = false
             for await signal in signals.stream {
                 if signal == SIGHUP {
                     reload()
                     continue
                 }
-                if let since = stoppingSince {
-                    if since.duration(to: .now) < Self.sameRequestWindow {
-                        log.log(.info, "signal \(signal) again: the same stop")
-                        continue
-                    }
-                    log.log(.warning, "second signal \(signal): exiting at once")
-                    if let statePath { TemporaryStateFiles(statePath: statePath).remove() }
-                    exit(ExitStatus.failure.rawValue)
+                // Within the window of the first (judged as each arrived), or before this part
+                // started: the same request.
+                if stopping {
+                    log.log(.info, "signal \(signal) again: the same stop")
+                    continue
                 }
-                stoppingSince = .now
+                stopping = true
                 log.log(.info, "signal \(signal): stopping")
                 status.stopping()
                 stop()
@@ -78,29 +85,62 @@ struct TemporaryStateFiles {
 }
 
 /// Unix signals as an async sequence (Dispatch sources; the default actions are switched off).
+///
+/// Each stop signal (any but SIGHUP) is judged as it arrives, by when: the first, and any within
+/// `SignalHandling.sameRequestWindow` of it, go into the sequence; a later one goes to the
+/// `onLateStop` action, once one is set (before, into the sequence too).
 package final class SignalEvents: @unchecked Sendable {
     package let stream: AsyncStream<Int32>
-    private let continuation: AsyncStream<Int32>.Continuation
+    private let arrivals: Arrivals
     /// Kept alive for as long as signals are wanted; set once in init, never mutated (hence unchecked).
     private let sources: [DispatchSourceSignal]
 
+    /// The signals' handlers run here, one at a time. A queue of their own (a serial one): the
+    /// shared pool's queues wake libdispatch's monitor of that pool every second from their first
+    /// use on (`ThreadExecutor`).
     private static let queue = DispatchQueue(label: "flowbridge.signals")
 
     /// Ends the sequence (the daemon has stopped).
-    package func finish() { continuation.finish() }
+    package func finish() { arrivals.continuation.finish() }
+
+    /// What a stop signal that comes later than the window after the first does, where it arrives.
+    package func onLateStop(_ action: @escaping @Sendable (Int32) -> Void) { arrivals.lateStop.withLock { $0 = action } }
 
     package init(_ numbers: [Int32]) {
         let (stream, continuation) = AsyncStream<Int32>.makeStream()
         self.stream = stream
-        self.continuation = continuation
+        let arrivals = Arrivals(continuation: continuation)
+        self.arrivals = arrivals
         sources = numbers.map { number in
             signal(number, SIG_IGN)
-            // A queue of their own (a serial one): the shared pool's queues wake libdispatch's
-            // monitor of that pool every second from their first use on (`ThreadExecutor`).
             let source = DispatchSource.makeSignalSource(signal: number, queue: Self.queue)
-            source.setEventHandler { continuation.yield(number) }
+            source.setEventHandler { arrivals.arrived(number, at: .now) }
             source.resume()
             return source
+        }
+    }
+
+    /// The signals as they arrive, on the signals' queue.
+    private final class Arrivals: Sendable {
+        let continuation: AsyncStream<Int32>.Continuation
+        /// When the first stop signal arrived.
+        let firstStop = Mutex<ContinuousClock.Instant?>(nil)
+        let lateStop = Mutex<(@Sendable (Int32) -> Void)?>(nil)
+
+        init(continuation: AsyncStream<Int32>.Continuation) { self.continuation = continuation }
+
+        func arrived(_ signal: Int32, at now: ContinuousClock.Instant) {
+            if signal != SIGHUP {
+                let late = firstStop.withLock { first in
+                    guard let first else {
+                        first = now
+                        return false
+                    }
+                    return first.duration(to: now) >= SignalHandling.sameRequestWindow
+                }
+                if late, let action = lateStop.withLock({ $0 }) { return action(signal) }
+            }
+            continuation.yield(signal)
         }
     }
 }
