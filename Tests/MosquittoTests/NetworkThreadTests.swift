@@ -5,12 +5,8 @@ import Testing
 
 /// The client's network loop runs on a thread named for it, as `top -H` and a debugger show it.
 @Suite struct NetworkThreadTests {
-    /// The names of this process's threads now (`/proc/self/task/*/comm`).
-    static func threadNames() -> [String] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
-            .map { $0.trimmingCharacters(in: .newlines) }
-    }
+    /// The names of this process's threads now.
+    static func threadNames() -> [String] { ProcessThread.all().values.map(\.name) }
 
     @Test func theNetworkThreadIsNamed() async throws {
         let before = Self.threadNames().filter { $0 == "mqtt network" }.count

@@ -14,33 +14,15 @@ extension RunTests {
         // The last of the start: the pages read only to start given back, on a thread that ends.
         #expect(await daemon.waitFor("running: gave back"), "\(daemon.text)")
         let pid = daemon.process.pid
-        let before = Self.switchesByThread(of: pid)
+        let before = ProcessThread.all(of: pid)
         #expect(before.values.contains { $0.name == "tasks" }, "\(before)")
         // The monitor woke the daemon every second: in 2.5 s, at least twice.
         let quiet = await consistently(for: .milliseconds(2500)) {
-            Self.switchesByThread(of: pid).allSatisfy { tid, now in
+            ProcessThread.all(of: pid).allSatisfy { tid, now in
                 ["clock", "mqtt network"].contains(now.name) || (before[tid].map { now.switches == $0.switches } ?? false)
             }
         }
-        #expect(quiet, "before: \(before)\nafter: \(Self.switchesByThread(of: pid))")
+        #expect(quiet, "before: \(before)\nafter: \(ProcessThread.all(of: pid))")
         await daemon.stop()
-    }
-
-    /// Each thread of process `pid`: its name and its context switches so far, voluntary and
-    /// not (a sleeping thread switches only when it wakes).
-    static func switchesByThread(of pid: pid_t) -> [Int: (name: String, switches: Int)] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        var threads: [Int: (name: String, switches: Int)] = [:]
-        for task in tasks {
-            guard let tid = Int(task),
-                  let name = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8),
-                  let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)
-            else { continue }
-            // `voluntary_ctxt_switches:\t12` and `nonvoluntary_ctxt_switches:\t3`.
-            let switches = status.split(separator: "\n").filter { $0.contains("ctxt_switches:") }
-                .compactMap { line in line.split(separator: "\t").last.flatMap { Int($0) } }.reduce(0, +)
-            threads[tid] = (name.trimmingCharacters(in: .newlines), switches)
-        }
-        return threads
     }
 }

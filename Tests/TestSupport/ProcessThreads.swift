@@ -1,0 +1,27 @@
+import Foundation
+
+/// A process's threads as `/proc/PID/task/*` shows them: each one's name (its `comm`) and its
+/// context switches so far, voluntary and not (a sleeping thread switches only when it wakes).
+public struct ProcessThread: Sendable, CustomStringConvertible {
+    public var name: String
+    public var switches: Int
+
+    public var description: String { "\(name): \(switches)" }
+
+    /// The threads of process `pid` now, by thread id; one that ends while they are read is left out.
+    public static func all(of pid: pid_t = getpid()) -> [Int: ProcessThread] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        var threads: [Int: ProcessThread] = [:]
+        for task in tasks {
+            guard let tid = Int(task),
+                  let name = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8),
+                  let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)
+            else { continue }
+            // `voluntary_ctxt_switches:\t12` and `nonvoluntary_ctxt_switches:\t3`.
+            let switches = status.split(separator: "\n").filter { $0.contains("ctxt_switches:") }
+                .compactMap { line in line.split(separator: "\t").last.flatMap { Int($0) } }.reduce(0, +)
+            threads[tid] = ProcessThread(name: name.trimmingCharacters(in: .newlines), switches: switches)
+        }
+        return threads
+    }
+}
