@@ -2,6 +2,7 @@ import DayBook
 import FoundationEssentials
 import Platform
 import Synchronization
+import Threads
 
 /// The daemon's part that writes the day book: it takes what waits in the bridge's queue (closed
 /// slots and days, kept in the state), writes it in one transaction outside the engine's lock, and
@@ -43,16 +44,25 @@ final class BookWriter: Service, Sendable {
     /// The clock's beat looks whether anything waits (a closed slot or day, a failed write) and
     /// only then wakes the writer's task, which writes outside the clock's thread: a book that
     /// waits for SQLite's lock or the disk never holds up the engine's tick.
+    ///
+    /// The task runs on a thread of its own, `day book`: the daemon's other tasks share one thread
+    /// (`tasks`, see `ThreadExecutor`), and a write that waits (SQLite's lock, up to 2 s a try; a
+    /// slow SD card at midnight) would hold a reload or the signals' stop meanwhile. The thread
+    /// sleeps between writes.
     func run() async throws {
-        let (rings, bell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        try await clock.beating({ [bridge] in
-            if !bridge.bookWaiting().isEmpty { bell.yield() }
-        }, while: { [self] in
-            for await _ in rings { writeWaiting(at: bridge.time.now(), force: false) }
-        })
-        // At the stop: what closed last goes in now, unless the book is failing (then it waits in
-        // the state, which is written after this).
-        writeWaiting(at: bridge.time.now(), force: false)
+        let thread = try? ThreadExecutor(name: "day book")
+        defer { thread?.finish() }
+        try await withTaskExecutorPreference(thread) {
+            let (rings, bell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+            try await clock.beating({ [bridge] in
+                if !bridge.bookWaiting().isEmpty { bell.yield() }
+            }, while: { [self] in
+                for await _ in rings { writeWaiting(at: bridge.time.now(), force: false) }
+            })
+            // At the stop: what closed last goes in now, unless the book is failing (then it waits
+            // in the state, which is written after this).
+            writeWaiting(at: bridge.time.now(), force: false)
+        }
     }
 
     /// Writes what waits, unless the book failed less than `retrySeconds` ago (`force`: try anyway).

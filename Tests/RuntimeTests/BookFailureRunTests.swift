@@ -1,5 +1,5 @@
 import Commands
-import DayBook
+@testable import DayBook
 import FlowCore
 import Foundation
 import Glibc
@@ -27,6 +27,8 @@ struct BookFailureRunTests {
         case readOnlyFolder
         /// A full file system (a small tmpfs, filled).
         case fullDisk
+        /// Another program's transaction (SQLite's write lock, held): each try waits for it.
+        case lockedByAnotherProgram
 
         var testDescription: String { rawValue }
     }
@@ -72,15 +74,32 @@ struct BookFailureRunTests {
 
         // The fault, and the daemon.
         let filler = "\(bookFolder)/filler"
+        var holder: SQLiteDatabase?
         switch fault {
         case .folderAtBookPath: try FileManager.default.createDirectory(atPath: book, withIntermediateDirectories: false)
         case .damagedFile: try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: book))
         case .readOnlyFolder: #expect(try runProgram("/usr/bin/chattr", ["+i", bookFolder]).status == 0)
         case .fullDisk: _ = try runProgram("/bin/dd", ["if=/dev/zero", "of=\(filler)", "bs=4k"])  // until the disk is full
+        case .lockedByAnotherProgram:
+            _ = try DayBook(path: book)
+            holder = try SQLiteDatabase(path: book, create: false)
+            try holder?.execute("BEGIN IMMEDIATE")
         }
         defer { if fault == .readOnlyFolder { _ = try? runProgram("/usr/bin/chattr", ["-i", bookFolder]) } }
         let daemon = try RunTests.Daemon(config: config, folder: folder)
         #expect(await daemon.waitFor("subscribed to"), "\(daemon.text)")
+        if fault == .lockedByAnotherProgram {
+            // The write waits for the lock in SQLite's busy handler (its sleeps, up to 2 s a try),
+            // on the book's own thread: the thread of the daemon's other tasks (a reload, the
+            // stop) is not held meanwhile.
+            let pid = daemon.process.pid
+            var waiting: [ProcessThread] = []
+            #expect(await eventually(timeout: .seconds(30)) {
+                waiting = ProcessThread.all(of: pid).values.filter(\.sleeps)
+                return !waiting.isEmpty
+            }, "\(daemon.text)")
+            #expect(waiting.map(\.name) == ["day book"], "\(waiting)")
+        }
         #expect(await daemon.waitFor("the closed slots wait in the state"), "\(daemon.text)")
         // Pushes go on: a reading of today moves the widget.
         try await broker.publish(topic: "grid/power", payload: "1234")
@@ -97,6 +116,7 @@ struct BookFailureRunTests {
         case .damagedFile: try FileManager.default.removeItem(atPath: book)
         case .readOnlyFolder: #expect(try runProgram("/usr/bin/chattr", ["-i", bookFolder]).status == 0)
         case .fullDisk: try FileManager.default.removeItem(atPath: filler)
+        case .lockedByAnotherProgram: try holder?.execute("ROLLBACK")
         }
         #expect(await daemon.waitFor("is written again", timeout: .seconds(60)), "\(daemon.text)")
         #expect(daemon.text.components(separatedBy: "the closed slots wait in the state").count == 2, "said more than once:\n\(daemon.text)")
