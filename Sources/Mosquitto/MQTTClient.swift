@@ -156,8 +156,8 @@ private let success = MOSQ_ERR_SUCCESS.rawValue
 /// In threaded mode (`mosquitto_threaded_set`) libmosquitto guards publish/subscribe/disconnect with
 /// its own mutexes, so those are called from any thread; connect and the loop run only on our
 /// network thread; set-up and destroy run in `init`/`deinit` when no other thread uses the handle.
-/// All Swift state is behind `Mutex`es, but for `messagesSinceCaughtUp` and `recentTopics`, the
-/// network thread's own.
+/// All Swift state is behind `Mutex`es, but for `messagesSinceCaughtUp`, `recentTopics` and
+/// `payloads`, the network thread's own.
 final class Connection: @unchecked Sendable {
     let handle: OpaquePointer
     let options: MQTTOptions
@@ -174,6 +174,8 @@ final class Connection: @unchecked Sendable {
     private var messagesSinceCaughtUp = 0
     /// The topics `didReceive` made strings of: the network thread's own, as above.
     private var recentTopics = RecentTopics()
+    /// The array `didReceive` copies payloads into: the network thread's own, as above.
+    private var payloads = PayloadBuffer()
 
     private enum Phase { case created, started(pthread_t), stopped }
 
@@ -674,7 +676,7 @@ final class Connection: @unchecked Sendable {
             return
         }
         let payload: [UInt8] = if let bytes = m.payload, m.payloadlen > 0 {
-            Array(UnsafeRawBufferPointer(start: bytes, count: Int(m.payloadlen)))
+            payloads.payload(bytes, count: Int(m.payloadlen))
         } else {
             []
         }

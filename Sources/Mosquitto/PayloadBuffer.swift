@@ -1,0 +1,27 @@
+/// The payloads of the messages, copied out of libmosquitto's memory into one array used again
+/// and again.
+///
+/// libmosquitto frees a message's payload when its callback returns, so each one is copied; made
+/// into a new array, that was an allocation at every message and its release once the engine had
+/// read the reading (a few dozen bytes, read at once and kept by nobody): the one allocation of
+/// flowbridge's own in a reading that pushes nothing. Here the array handed out last is written
+/// over when the next message comes, if nobody kept it (its storage is then this buffer's alone);
+/// a message that was kept (an event buffered for a task, a recorded message) keeps its bytes, and
+/// the next one goes into a new array, as copy on write makes it.
+///
+/// Bounded: an array grown past `maxKeptBytes` by a large message is let go at the next one.
+/// The network thread's own: not thread-safe.
+struct PayloadBuffer {
+    static let maxKeptBytes = 4096
+
+    private var bytes: [UInt8] = []
+
+    /// The `count` bytes at `start`, as an array.
+    mutating func payload(_ start: UnsafeRawPointer, count: Int) -> [UInt8] {
+        if bytes.capacity > Self.maxKeptBytes { bytes = [] }
+        // In place when the last payload was let go; a new array when it is still held.
+        bytes.removeAll(keepingCapacity: true)
+        bytes.append(contentsOf: UnsafeRawBufferPointer(start: start, count: count))
+        return bytes
+    }
+}
