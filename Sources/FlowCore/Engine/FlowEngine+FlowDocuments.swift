@@ -44,10 +44,10 @@ extension FlowEngine {
             // Its place in the document: an input by its index among the inputs drawn.
             let place = node.place.slot == .inputs ? .input(inputs?.count ?? 0) : node.place
             var color = node.config.color
-            if staleMarker, !value.heldFor.isEmpty {
+            if staleMarker, value.isHeld {
                 color = Self.staleColor
                 held.insert(place)
-                noteSilent(index, heldFor: value.heldFor, inWidget: position, at: now, into: &silent)
+                noteSilent(index, heldFor: heldSources(of: node, inWidget: position, at: now), inWidget: position, at: now, into: &silent)
             }
             let shown = FlowNode(
                 name: node.config.name, rate: PatchPolicy.quantize(rate, step: policy.rateStep), total: total,

@@ -9,21 +9,24 @@ extension FlowEngine {
     /// The derived output's balance at an instant.
     enum Balance {
         case known(BalanceParts)
-        /// A stale exchange or storage term (these sources) makes it unknown: never dropped
-        /// silently, or the output would disagree with what the widget shows for them.
-        case unknown(stale: [Int])
+        /// A stale exchange or storage term makes it unknown: never dropped silently, or the
+        /// output would disagree with what the widget shows for them (which of them are silent:
+        /// `heldSources`).
+        case unknown
         /// A measured node has never read.
         case notYet
     }
 
-    /// A node's signed value before the slot's clamp.
+    /// A node's signed value before the slot's clamp. A value, no list: the nodes' values are
+    /// worked out at every offer (four a reading, every reading pushed), and a list in each, even
+    /// an empty one, was released at every one of them.
     struct NodeValue {
         var raw: Double
         /// The balance's parts while the derived output is known: what the sign check reads.
         var parts: BalanceParts?
-        /// Silent sources whose last reading the node shows (`when_stale: hold`): the stale marker
-        /// grays the node and names them.
-        var heldFor: [Int] = []
+        /// The node shows the last reading of a silent source (`when_stale: hold`): the stale
+        /// marker grays it and names the sources (`heldSources`, asked only then).
+        var isHeld = false
     }
 
     /// The sum of a measured node's terms with its `when_stale`; nil while one of them has never
@@ -34,7 +37,7 @@ extension FlowEngine {
             guard let value = value(ofSource: term.source, at: now) else { return nil }
             if isStale(source: term.source, at: now) {
                 switch node.config.whenStale {
-                case .hold: if isSilent(source: term.source, at: now) { result.heldFor.append(term.source) }
+                case .hold: if isSilent(source: term.source, at: now) { result.isHeld = true }
                 case .zero: continue
                 case .clear: return nil
                 }
@@ -51,14 +54,14 @@ extension FlowEngine {
     func balance(ofWidget position: Int, at now: Date) -> Balance {
         let nodes = board.widgets[position].flow!.nodes
         var parts: BalanceParts = (0, 0, 0, 0)
-        var stale: [Int] = []
+        var stale = false
         for index in nodes.indices where !nodes[index].isBalance {
             let slot = nodes[index].place.slot
             var sum = 0.0
             for term in nodes[index].terms {
                 guard let value = value(ofSource: term.source, at: now) else { return .notYet }
                 if isStale(source: term.source, at: now) {
-                    if slot != .inputs { stale.append(term.source) }
+                    if slot != .inputs { stale = true }
                     continue
                 }
                 sum += term.sign * value
@@ -70,7 +73,7 @@ extension FlowEngine {
             case .output: break
             }
         }
-        guard stale.isEmpty else { return .unknown(stale: stale) }
+        guard !stale else { return .unknown }
         parts.raw = parts.inputs + parts.exchange - parts.storage
         return .known(parts)
     }
@@ -85,14 +88,31 @@ extension FlowEngine {
             return NodeValue(raw: parts.raw, parts: parts)
         case .notYet:
             return nil
-        case .unknown(let stale):
+        case .unknown:
             switch node.config.whenStale {
             case .hold:
-                return board.widgets[position].flow!.lastKnownBalance.map { NodeValue(raw: $0, heldFor: stale.filter { isSilent(source: $0, at: now) }) }
+                return board.widgets[position].flow!.lastKnownBalance.map { raw in
+                    NodeValue(raw: raw, isHeld: !heldSources(of: node, inWidget: position, at: now).isEmpty)
+                }
             case .zero: return NodeValue(raw: 0)
             case .clear: return nil
             }
         }
+    }
+
+    /// The silent sources whose last readings a held node shows (`NodeValue.isHeld`), for the
+    /// stale marker to name: a measured node's own terms, or for the derived output the exchange
+    /// and storage terms that make the balance unknown. Worked out only for a node held.
+    func heldSources(of node: NodeState, inWidget position: Int, at now: Date) -> [Int] {
+        guard node.config.whenStale == .hold else { return [] }
+        guard node.isBalance else { return silentStale(node.terms, at: now) }
+        let nodes = board.widgets[position].flow!.nodes
+        return nodes.indices.filter { !nodes[$0].isBalance && nodes[$0].place.slot != .inputs }.flatMap { silentStale(nodes[$0].terms, at: now) }
+    }
+
+    /// The sources of `terms` that are stale and silent.
+    func silentStale(_ terms: [Term], at now: Date) -> [Int] {
+        terms.map(\.source).filter { isStale(source: $0, at: now) && isSilent(source: $0, at: now) }
     }
 
     /// The rate a node shows (before quantizing), or nil when it is not drawn.

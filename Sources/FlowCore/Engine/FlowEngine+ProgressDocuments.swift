@@ -67,7 +67,7 @@ extension FlowEngine {
             let direction = policy.direction(ofRate: shown)
             content.trend = direction > 0 ? .up : direction < 0 ? .down : .flat
             rows.append(StatRow(label: direction > 0 ? "Charging" : direction < 0 ? "Draining" : "Idle", value: JSONValue.format(abs(shown)), unit: "W"))
-            if !measured.heldFor.isEmpty { silent.append((nodeName(node), heldSince(measured.heldFor, at: now))) }
+            if measured.isHeld { silent.append((nodeName(node), heldSince(silentStale(node.terms, at: now), at: now))) }
         }
         if let flow = gauge.flow, let storage = gauge.storage, let total = board.widgets[flow].flow!.nodes[storage].total, total.isCounting {
             // By what `total:` says, not by the evidence `accounts:` may give the account it shows.
@@ -266,8 +266,8 @@ extension FlowEngine {
     func silentNodes(of position: Int, where include: (NodeState) -> Bool, at now: Date) -> [(name: String, since: Date)] {
         var silent: [Int: Date] = [:]
         for (index, node) in board.widgets[position].flow!.nodes.enumerated() where include(node) {
-            guard let value = value(of: node, inWidget: position, at: now), !value.heldFor.isEmpty else { continue }
-            noteSilent(index, heldFor: value.heldFor, inWidget: position, at: now, into: &silent)
+            guard let value = value(of: node, inWidget: position, at: now), value.isHeld else { continue }
+            noteSilent(index, heldFor: heldSources(of: node, inWidget: position, at: now), inWidget: position, at: now, into: &silent)
         }
         return silentNames(silent, inWidget: position)
     }
