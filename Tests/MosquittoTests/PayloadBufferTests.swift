@@ -31,27 +31,32 @@ struct PayloadBufferTests {
     @Test("a payload let go is written over by the next; one kept is left as it was")
     func letGoIsReusedKeptIsNot() {
         var buffer = PayloadBuffer()
-        let long = Array(repeating: UInt8(ascii: "9"), count: 200)
-        let first = Self.storage(Self.payload(long, in: &buffer))
-        // Let go: the next, shorter, is written into the same array, which keeps its room (an
-        // array made for six bytes has room for a few dozen at most).
-        let second = Self.payload(Array("2000.5".utf8), in: &buffer)
-        #expect(second == Array("2000.5".utf8))
-        #expect(first != nil && Self.storage(second) == first && second.capacity >= long.count)
+        let first = Self.storage(Self.payload(Array(repeating: UInt8(ascii: "9"), count: 120), in: &buffer))
+        // Let go: the next, a little shorter, is written into the same array, which keeps its
+        // room (an array made for 70 bytes has room for some 72).
+        let second = Self.payload(Array(repeating: UInt8(ascii: "5"), count: 70), in: &buffer)
+        #expect(second == Array(repeating: UInt8(ascii: "5"), count: 70))
+        #expect(first != nil && Self.storage(second) == first && second.capacity >= 120)
         // `second` is held while the next comes: that one goes elsewhere.
         let third = Self.payload(Array("3".utf8), in: &buffer)
-        #expect(second == Array("2000.5".utf8) && third == Array("3".utf8))
+        #expect(second == Array(repeating: UInt8(ascii: "5"), count: 70) && third == Array("3".utf8))
         #expect(Self.storage(third) != Self.storage(second))
     }
 
-    /// (`large` is still held when the next payload comes: a new array for it would keep the
-    /// capacity of the one it stands in for.)
-    @Test("an array grown past `maxKeptBytes` is let go at the next payload")
-    func largeBuffersAreNotKept() {
+    /// What a keeper of payloads holds (`discover` keeps each topic's latest): a reading's few
+    /// bytes after a large payload come in an array of their own size, not in the large one's.
+    /// (`large` is still held at the next payload in the second case: an array made for that one
+    /// as a copy would keep the room of the array it stands in for.)
+    @Test("a payload is handed out with room for at most twice its bytes (or `leastRoom`)", arguments: [false, true])
+    func roomIsBoundedByThePayload(largeKept: Bool) {
         var buffer = PayloadBuffer()
-        let large = Self.payload(Array(repeating: 0x20, count: PayloadBuffer.maxKeptBytes + 1), in: &buffer)
-        #expect(large.capacity > PayloadBuffer.maxKeptBytes)
-        let small = Self.payload(Array("42".utf8), in: &buffer)
-        #expect(small == Array("42".utf8) && small.capacity <= PayloadBuffer.maxKeptBytes)
+        for size in [1_000, PayloadBuffer.maxKeptBytes + 1] {
+            var large: [UInt8]? = Self.payload(Array(repeating: 0x20, count: size), in: &buffer)
+            #expect(large!.capacity >= size)
+            if !largeKept { large = nil }
+            let small = Self.payload(Array("42".utf8), in: &buffer)
+            #expect(small == Array("42".utf8) && small.capacity <= PayloadBuffer.leastRoom, "after \(size) bytes")
+            withExtendedLifetime(large) {}
+        }
     }
 }
