@@ -50,9 +50,7 @@ final class BookWriter: Service, Sendable {
     /// slow SD card at midnight) would hold a reload or the signals' stop meanwhile. The thread
     /// sleeps between writes.
     func run() async throws {
-        let thread = try? ThreadExecutor(name: "day book")
-        defer { thread?.finish() }
-        try await withTaskExecutorPreference(thread) {
+        try await ThreadExecutor.onThread(named: "day book") {
             let (rings, bell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             try await clock.beating({ [bridge] in
                 if !bridge.bookWaiting().isEmpty { bell.yield() }

@@ -37,6 +37,16 @@ public final class ThreadExecutor: TaskExecutor, Sendable {
         if taken { wake.signal() } else { globalConcurrentExecutor.enqueue(job) }
     }
 
+    /// Runs `body` with its tasks on a thread of their own, named `name`, which ends once `body`
+    /// has returned; where the system gives no thread, on the executor `body` would have had.
+    public static func onThread<T, Failure: Error>(
+        named name: String, isolation: isolated (any Actor)? = #isolation, _ body: () async throws(Failure) -> T
+    ) async throws(Failure) -> T {
+        let executor = try? ThreadExecutor(name: name)
+        defer { executor?.finish() }
+        return try await withTaskExecutorPreference(executor, isolation: isolation, operation: body)
+    }
+
     /// The thread ends once it has run the jobs it has; later ones go to the shared pool.
     public func finish() {
         queue.withLock { $0.finished = true }

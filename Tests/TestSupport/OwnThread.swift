@@ -22,9 +22,7 @@ public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
         // A suite has no body of its own: each of its test cases gets the thread.
         guard testCase != nil else { return try await function() }
         // A test goes on without its executor if the system has no thread to give it.
-        let executor = try? ThreadExecutor(name: test.name)
-        defer { executor?.finish() }
-        try await withTaskExecutorPreference(executor, operation: function)
+        try await ThreadExecutor.onThread(named: test.name, function)
     }
 }
 
