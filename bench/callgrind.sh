@@ -1,23 +1,22 @@
 #!/usr/bin/env bash
 # Instructions per message of flowbridge under the ingest benchmark's flood, counted by callgrind:
 # the CPU figure that holds still on a shared machine, where the timed ratio of `make bench` moves
-# by a fifth between runs (bench/NOTES.md, "CPU per message"). The release binary runs bench/bench.yaml
-# as a dry run under `valgrind --tool=callgrind`, against a private mosquitto that queues without
-# limit (`max_queued_messages 0`: its default of 1,000 drops messages under a consumer this slow),
-# while bench/meterpub.c publishes N readings and the sentinel at QoS 1; the daemon is stopped once
-# the sentinel is in its output. The same run with one reading is the fixed cost (start, config,
-# connection, exit), so the figure is (instructions for N - instructions for 1) / (N - 1).
-# The release of the pages read only to start is off (below).
+# by a fifth between runs (bench/NOTES.md, "CPU per message"). The daemon runs under
+# `valgrind --tool=callgrind` as bench/valgrind-daemon.sh runs it, with N readings and again with
+# one: the run of one is the fixed cost (start, config, connection, exit), so the figure is
+# (instructions for N - instructions for 1) / (N - 1).
 # With RATE, the readings go out one at a time, RATE a second (meterpub -r), each reaching the daemon
 # alone as a home's meters send them (bench/paced.sh's pace), and POLICY says which widget policy
 # takes them: pushed (bench.yaml's, every reading pushed, as in the flood) or default (its policy
 # line removed: the defaults, a burst settled for 2 s, a push at most every 10 s).
-# Prints one line: "instructions per message <I> (N <N>: <total> in <P> pushes, 1: <total>)".
+# Prints two lines: "instructions per message <I> (N <N>: <total> in <P> pushes, 1: <total>)", and
+# the lines of code a message runs (bench/code-lines.py: at a home's pace, what a reading costs is
+# the lines it touches more than its instructions; bench/reading-lines.sh counts its data too).
 # With PROFILE_OUT=DIR, both runs' callgrind profiles are kept there (callgrind-N.out, callgrind-1.out),
 # their functions named as the linker names them (--demangle=no: bench/hot-functions.sh reads them).
 # usage: bench/callgrind.sh BINARY [N [RATE [POLICY]]]
 #   (N: 20000 unless given; RATE: a flood unless given; POLICY: pushed unless given;
-#    needs valgrind, mosquitto, cc)
+#    needs valgrind, mosquitto, cc, python3)
 set -eu
 binary=$1 n=${2:-20000} rate=${3:-} policy=${4:-pushed}
 case $policy in pushed|default) ;; *) echo "POLICY is pushed or default, not '$policy'" >&2; exit 2;; esac
@@ -25,75 +24,12 @@ cd "$(dirname "$0")/.."
 dir=$(mktemp -d /tmp/flowbridge-callgrind-XXXXXX)
 broker= consumer=
 trap '[ -n "$consumer" ] && kill "$consumer" 2>/dev/null; [ -n "$broker" ] && kill "$broker" 2>/dev/null; wait 2>/dev/null; [ -z "${PROFILE_OUT:-}" ] || for run in $n 1; do cp "$dir/run-$run/callgrind.out" "$PROFILE_OUT/callgrind-$run.out"; done; rm -rf "$dir"' EXIT
-cc -O2 -o "$dir/meterpub" bench/meterpub.c -lmosquitto -lm
-# Preloaded into the daemon, two stand-ins around it (its own code is the release binary as built):
-# - Valgrind 3.19 writes into the signal mask handed to sigsuspend, and libdispatch's main thread
-#   (the daemon's top level awaits) hands it one in read-only memory: valgrind dies of a SIGSEGV at
-#   the start. This sigsuspend passes a copy on the stack.
-# - The release of the pages read only to start (StartupPages.release, at the first connection, on
-#   a thread of its own beside the messages) reads /proc/self/smaps, which under valgrind costs from
-#   20 to 350 million instructions by the mappings valgrind has made: more than the messages. Its
-#   reading of /proc/self/maps (the one made with O_CLOEXEC) is refused, and the release does nothing,
-#   as where /proc is not mounted.
-cat > "$dir/preload.c" <<'C'
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-int sigsuspend(const sigset_t *mask) { sigset_t copy = *mask; return syscall(SYS_rt_sigsuspend, &copy, 8); }
-int open(const char *path, int flags, ...) {
-    va_list arguments;
-    va_start(arguments, flags);
-    mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(arguments, mode_t) : 0;
-    va_end(arguments);
-    if ((flags & O_CLOEXEC) && strcmp(path, "/proc/self/maps") == 0) { errno = ENOENT; return -1; }
-    return syscall(SYS_openat, AT_FDCWD, path, flags, mode);
-}
-C
-cc -O2 -shared -fPIC -o "$dir/preload.so" "$dir/preload.c"
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+. bench/valgrind-daemon.sh
 
-# The instructions callgrind counts in the whole daemon for a run of $1 readings, in $dir/total-$1
-# (not printed: a command substitution's subshell would keep the broker and the daemon from the trap).
+# The instructions callgrind counts in the whole daemon for a run of $1 readings, in $dir/total-$1.
 instructions() {
-  local run=$dir/run-$1 port
-  mkdir "$run"
-  port=$(free_port)
-  printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\nlog_type information\nlog_type subscribe\n' \
-    "$port" > "$run/mosquitto.conf"
-  mosquitto -c "$run/mosquitto.conf" > "$run/mosquitto.log" 2>&1 & broker=$!
-  until grep -q "running" "$run/mosquitto.log" 2>/dev/null; do sleep 0.05; done
-  # Without the window (bench.yaml's http line): the figure stays the ingest's, comparable across
-  # releases; the window's cost is make bench's, scraped every 15 s.
-  sed -e "s/@PORT@/$port/" -e "s|@STATE@|$run/state.json|" -e '/^http:/d' bench/bench.yaml > "$run/config.yaml"
-  [ "$policy" = pushed ] || sed -i '/^    policy:/d' "$run/config.yaml"
-  LD_PRELOAD="$dir/preload.so" valgrind --tool=callgrind ${PROFILE_OUT:+--demangle=no} --callgrind-out-file="$run/callgrind.out" \
-    "$binary" run --config "$run/config.yaml" --dry-run --log-level warning > "$run/out" 2> "$run/err" & consumer=$!
-  # Subscribed: the broker logs the subscription (valgrind starts the daemon slowly).
-  until grep -q " bench/meter/" "$run/mosquitto.log"; do
-    kill -0 "$consumer" 2>/dev/null || { echo "flowbridge ended before subscribing:" >&2; tail -5 "$run/err" >&2; exit 1; }
-    sleep 0.1
-  done
-  timeout 1200 "$dir/meterpub" ${rate:+-r "$rate"} "$port" "$1" bench/meter > /dev/null
-  # The sentinel ({"power": 424242}) in what the daemon printed; 42424 since the default policy
-  # rounds it to 424240 W, and pushes it once the burst has settled.
-  local waited=0
-  until grep -q 42424 "$run/out"; do
-    [ $waited -lt 12000 ] || { echo "no sentinel within 1200 s" >&2; exit 1; }
-    sleep 0.1; waited=$((waited + 1))
-  done
-  kill -TERM "$consumer"
-  wait "$consumer" || true
-  consumer=
-  kill "$broker"
-  wait "$broker" 2>/dev/null || true
-  broker=
-  awk '/^(summary|totals):/ { print $2; exit }' "$run/callgrind.out" > "$dir/total-$1"
-  wc -l < "$run/out" > "$dir/pushes-$1"
+  daemon_under_valgrind "$1" --tool=callgrind --dump-instr=yes ${PROFILE_OUT:+--demangle=no} --callgrind-out-file="$dir/run-$1/callgrind.out"
+  awk '/^(summary|totals):/ { print $2; exit }' "$dir/run-$1/callgrind.out" > "$dir/total-$1"
 }
 
 instructions "$n"
@@ -101,3 +37,4 @@ instructions 1
 awk -v many="$(cat "$dir/total-$n")" -v one="$(cat "$dir/total-1")" -v n="$n" -v pushes="$(cat "$dir/pushes-$n")" 'BEGIN {
   printf "instructions per message %.0f (N %d: %d in %d pushes, 1: %d)\n", (many - one) / (n - 1), n, many, pushes, one
 }'
+python3 bench/code-lines.py "$dir/run-$n/callgrind.out" "$dir/run-1/callgrind.out" "$n"
