@@ -4,16 +4,16 @@
 A reading that comes alone finds the caches cold: between two readings, 10 ms to a second apart, the
 machine's other work has evicted what the last one touched, and each line of code or data it
 touches again is a miss (tens of nanoseconds, and a TLB miss for each page). Measured side by side
-(bench/NOTES.md, "What a lone reading costs: lines, not instructions"), 21,700 more instructions a
+(bench/NOTES.md, "A lone reading costs its lines, not its instructions"), 21,700 more instructions a
 pushed reading in a loop of a few lines cost nothing the paced benchmark can see, and 600 more cold
 lines cost more than the whole push. So the figure to bring down is how many lines a reading
 touches, which callgrind can count where the timed figure cannot be read to a tenth.
 
 From bench/callgrind.sh's two profiles (run with --dump-instr=yes: each instruction's address and
-count), the lines of code counted at least once every two readings in the run of N, after the run
+count), the lines of code whose instructions ran at least N/2 times in the run of N, after the run
 of one is taken off (the start, which is not a reading's): those run by (almost) every reading.
 Prints one line: the lines, the 4 kB pages they lie in, and both by object (the daemon, libc,
-libmosquitto). Data lines are not counted: callgrind does not see them.
+libmosquitto). Data lines are not counted: callgrind does not see them (bench/reading-lines.sh does).
 
 usage: bench/code-lines.py PROFILE_OF_N PROFILE_OF_1 N
 """

@@ -41,6 +41,8 @@ stretches = stretches[1:]
 if len(stretches) < readings:
     sys.exit(f"{len(stretches)} arrivals found for {readings} readings: the marker is not where the trace has it")
 kept = stretches[len(stretches) // 10:-5]
+if not kept:
+    sys.exit(f"{readings} readings leave none to count once the first tenth and the last five are set aside: a larger N")
 median = [statistics.median(stretch[field] for stretch in kept) for field in range(5)]
 print(
     f"lines per reading: code {median[0]:.0f} in {median[1]:.0f} pages, data {median[2]:.0f} in {median[3]:.0f} pages "

@@ -26,7 +26,7 @@ trap '[ -n "$consumer" ] && kill "$consumer" 2>/dev/null; [ -n "$broker" ] && ki
 # Where valgrind (amd64) loads a position-independent executable; reading-lines.py says so when no
 # stretch starts there (another base), rather than counting the whole run as one.
 load_base=0x108000
-marker=$(nm "$binary" | awk '/10ConnectionC10didReceive/ { print $1; exit }')
+marker=$(nm "$binary" | awk '/10ConnectionC10didReceive.*tF$/ { print $1; exit }')
 [ -n "$marker" ] || { echo "no Connection.didReceive in $binary's symbols" >&2; exit 1; }
 daemon_under_valgrind "$n" --tool=lackey --trace-mem=yes --log-file="$dir/trace"
 python3 bench/reading-lines.py "$dir/trace" "$(printf '%x' $((load_base + 0x$marker)))" "$n" "$(cat "$dir/pushes-$n")" "$policy"
