@@ -89,11 +89,13 @@ extension FlowEngine {
         }
     }
 
-    /// Widens widget `position`'s range of the day's battery level by a reading of `source`.
+    /// Widens widget `position`'s range of the day's battery level by a reading of `source`. The
+    /// range is widened by the widget itself, in place: read here and written back, it was read
+    /// through a copy of the whole widget (its policy, its documents, its nodes: some 800 bytes and
+    /// a retain and a release of each of their references) at every reading of the level.
     mutating func noteLevel(of source: Int, inWidget position: Int) {
         guard source == board.widgets[position].flow!.levelSource, let level = bank.sources[source].reading?.value else { return }
-        let range = board.widgets[position].flow!.levelRange
-        board.widgets[position].flow!.levelRange = min(range?.lowerBound ?? level, level)...max(range?.upperBound ?? level, level)
+        board.widgets[position].flow!.widenLevelRange(by: level)
     }
 
     /// The closed day's accounts, one line per flow widget; a warning when supply and use disagree

@@ -167,6 +167,11 @@ extension FlowEngine {
         /// The lowest and highest level the storage node read today (%).
         var levelRange: ClosedRange<Double>?
 
+        /// Takes `level` (%) into the day's range of the storage's level.
+        mutating func widenLevelRange(by level: Double) {
+            levelRange = min(levelRange?.lowerBound ?? level, level)...max(levelRange?.upperBound ?? level, level)
+        }
+
         // Lent, not returned: a field read through a getter copied the whole config first.
         var config: FlowWidgetConfig { _read { yield setup.config } }
         var integrateOn: [[Int]] { _read { yield setup.integrateOn } }
