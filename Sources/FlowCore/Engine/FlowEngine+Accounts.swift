@@ -90,12 +90,18 @@ extension FlowEngine {
     }
 
     /// Widens widget `position`'s range of the day's battery level by a reading of `source`. The
-    /// range is widened by the widget itself, in place: read here and written back, it was read
-    /// through a copy of the whole widget (its policy, its documents, its nodes: some 800 bytes and
-    /// a retain and a release of each of their references) at every reading of the level.
+    /// range is widened by the widget itself, in place, and the level read apart (`level(of:inWidget:)`):
+    /// read here and written back, the range was read through a copy of the whole widget (its
+    /// policy, its documents, its nodes: some 800 bytes and a retain and a release of each of
+    /// their references), and the level through a copy of its source, at every reading of it.
     mutating func noteLevel(of source: Int, inWidget position: Int) {
-        guard source == board.widgets[position].flow!.levelSource, let level = bank.sources[source].reading?.value else { return }
+        guard let level = level(of: source, inWidget: position) else { return }
         board.widgets[position].flow!.widenLevelRange(by: level)
+    }
+
+    /// The reading of `source` (%) when it is widget `position`'s level.
+    func level(of source: Int, inWidget position: Int) -> Double? {
+        source == board.widgets[position].flow!.levelSource ? bank.sources[source].reading?.value : nil
     }
 
     /// The closed day's accounts, one line per flow widget; a warning when supply and use disagree
@@ -137,17 +143,14 @@ extension FlowEngine {
     }
 
     /// Hands over the accounts and `money` of widget `position`, unless they were sent before
-    /// (`sentAt` not nil) and have not moved since at the sensors' resolution.
+    /// (`sentAt` not nil) and have not moved since at the sensors' resolution. The widget decides
+    /// and marks them sent itself (`handOverAccounts`), in place: its fields read here between its
+    /// writes were read through a copy of the whole widget, three times a push.
     private mutating func sendAccounts(of position: Int, at now: Date, money: MoneyReport?, ifMovedSince sentAt: Date?, into out: inout [Output]) {
-        let roundedMoney = money.map(Self.rounded)
-        board.widgets[position].flow!.accountsMoved = false
-        if sentAt != nil, !board.widgets[position].flow!.accountsMovedSinceSent, roundedMoney == board.widgets[position].flow!.moneySent { return }
-        // Read before the widget is written: read in the write, the widget was copied for it.
-        let rounded = board.widgets[position].flow!.roundedAccountsKWh
-        board.widgets[position].flow!.accountsSentAt = now
-        board.widgets[position].flow!.accountsSent = rounded
-        board.widgets[position].flow!.moneySent = roundedMoney
-        out.append(.accounts(widget: board.widgets[position].name, at: now, Self.accounts(of: board.widgets[position].flow!), money: money))
+        guard let accounts = board.widgets[position].flow!.handOverAccounts(at: now, roundedMoney: money.map(Self.rounded), ifMovedSince: sentAt) else {
+            return
+        }
+        out.append(.accounts(widget: board.widgets[position].name, at: now, accounts, money: money))
     }
 
     /// When the accounts of a widget are next due without a push, if they moved; never while

@@ -226,6 +226,18 @@ extension FlowEngine {
         /// counts as a move.
         var roundedAccountsKWh: [Double] { nodes.flatMap { node in node.accounts.map(Self.shownKWh) } }
 
+        /// The accounts to hand over at `now`, marked sent; nil when they went out before (`sentAt`
+        /// not nil) and neither they (at Wh resolution) nor the money (`roundedMoney`, as
+        /// `FlowEngine.rounded` makes it) moved since.
+        mutating func handOverAccounts(at now: Date, roundedMoney: [Double?]?, ifMovedSince sentAt: Date?) -> NodeAccounts? {
+            accountsMoved = false
+            if sentAt != nil, !accountsMovedSinceSent, roundedMoney == moneySent { return nil }
+            accountsSentAt = now
+            accountsSent = roundedAccountsKWh
+            moneySent = roundedMoney
+            return FlowEngine.accounts(of: self)
+        }
+
         /// Whether an account moved at Wh resolution since the accounts last went out (or they
         /// never did): `roundedAccountsKWh` compared in place, as it is asked after every push.
         var accountsMovedSinceSent: Bool {
