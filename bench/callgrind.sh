@@ -19,12 +19,11 @@
 #    needs valgrind, mosquitto, cc, python3)
 set -eu
 binary=$1 n=${2:-20000} rate=${3:-} policy=${4:-pushed}
-case $policy in pushed|default) ;; *) echo "POLICY is pushed or default, not '$policy'" >&2; exit 2;; esac
-cd "$(dirname "$0")/.."
-dir=$(mktemp -d /tmp/flowbridge-callgrind-XXXXXX)
-broker= consumer=
-trap '[ -n "$consumer" ] && kill "$consumer" 2>/dev/null; [ -n "$broker" ] && kill "$broker" 2>/dev/null; wait 2>/dev/null; [ -z "${PROFILE_OUT:-}" ] || for run in $n 1; do cp "$dir/run-$run/callgrind.out" "$PROFILE_OUT/callgrind-$run.out"; done; rm -rf "$dir"' EXIT
-. bench/valgrind-daemon.sh
+here=$(cd "$(dirname "$0")" && pwd)
+keep_profiles() { for run in $n 1; do cp "$dir/run-$run/callgrind.out" "$PROFILE_OUT/callgrind-$run.out"; done; }
+before_cleanup=${PROFILE_OUT:+keep_profiles}
+# shellcheck source=bench/valgrind-daemon.sh
+. "$here/valgrind-daemon.sh"
 
 # The instructions callgrind counts in the whole daemon for a run of $1 readings, in $dir/total-$1.
 instructions() {
@@ -37,4 +36,4 @@ instructions 1
 awk -v many="$(cat "$dir/total-$n")" -v one="$(cat "$dir/total-1")" -v n="$n" -v pushes="$(cat "$dir/pushes-$n")" 'BEGIN {
   printf "instructions per message %.0f (N %d: %d in %d pushes, 1: %d)\n", (many - one) / (n - 1), n, many, pushes, one
 }'
-python3 bench/code-lines.py "$dir/run-$n/callgrind.out" "$dir/run-1/callgrind.out" "$n"
+python3 "$here/code-lines.py" "$dir/run-$n/callgrind.out" "$dir/run-1/callgrind.out" "$n"

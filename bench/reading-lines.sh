@@ -16,12 +16,9 @@
 #   given; needs valgrind, mosquitto, cc, python3, nm; the trace takes some 3 MB a reading)
 set -eu
 binary=$1 n=${2:-200} rate=${3:-10} policy=${4:-pushed}
-case $policy in pushed|default) ;; *) echo "POLICY is pushed or default, not '$policy'" >&2; exit 2;; esac
-cd "$(dirname "$0")/.."
-dir=$(mktemp -d /tmp/flowbridge-lines-XXXXXX)
-broker= consumer=
-trap '[ -n "$consumer" ] && kill "$consumer" 2>/dev/null; [ -n "$broker" ] && kill "$broker" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
-. bench/valgrind-daemon.sh
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/valgrind-daemon.sh
+. "$here/valgrind-daemon.sh"
 
 # Where valgrind (amd64) loads a position-independent executable; reading-lines.py says so when no
 # stretch starts there (another base), rather than counting the whole run as one.
@@ -29,4 +26,4 @@ load_base=0x108000
 marker=$(nm "$binary" | awk '/10ConnectionC10didReceive.*tF$/ { print $1; exit }')
 [ -n "$marker" ] || { echo "no Connection.didReceive in $binary's symbols" >&2; exit 1; }
 daemon_under_valgrind "$n" --tool=lackey --trace-mem=yes --log-file="$dir/trace"
-python3 bench/reading-lines.py "$dir/trace" "$(printf '%x' $((load_base + 0x$marker)))" "$n" "$(cat "$dir/pushes-$n")" "$policy"
+python3 "$here/reading-lines.py" "$dir/trace" "$(printf '%x' $((load_base + 0x$marker)))" "$n" "$(cat "$dir/pushes-$n")" "$policy"

@@ -1,11 +1,18 @@
 # The daemon under valgrind at the ingest benchmark's readings, for bench/callgrind.sh and
-# bench/reading-lines.sh (sourced; they set binary, rate, policy and dir, a folder of their own, and
-# trap the exit to stop $broker and $consumer). The release binary runs bench/bench.yaml as a dry
-# run against a private mosquitto that queues without limit (`max_queued_messages 0`: its default of
-# 1,000 drops messages under a consumer this slow), while bench/meterpub.c publishes the readings
-# and the sentinel at QoS 1 (RATE a second, or as fast as the broker takes them); the daemon is
-# stopped once the sentinel is in its output.
-cc -O2 -o "$dir/meterpub" bench/meterpub.c -lmosquitto -lm
+# bench/reading-lines.sh (sourced, once they set binary, rate and policy). The release binary runs
+# bench/bench.yaml as a dry run against a private mosquitto that queues without limit
+# (`max_queued_messages 0`: its default of 1,000 drops messages under a consumer this slow), while
+# bench/meterpub.c publishes the readings and the sentinel at QoS 1 (RATE a second, or as fast as
+# the broker takes them); the daemon is stopped once the sentinel is in its output. The runs go in
+# $dir, a folder of their own; at the exit the broker and the daemon are stopped, the caller's
+# `before_cleanup` runs (a command, if it sets one: callgrind.sh keeps its profiles), and $dir goes.
+case $policy in pushed|default) ;; *) echo "POLICY is pushed or default, not '$policy'" >&2; exit 2;; esac
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
+dir=$(mktemp -d /tmp/flowbridge-valgrind-XXXXXX)
+broker= consumer=
+trap '[ -n "$consumer" ] && kill "$consumer" 2>/dev/null; [ -n "$broker" ] && kill "$broker" 2>/dev/null; wait 2>/dev/null; ${before_cleanup:-}; rm -rf "$dir"' EXIT
+cc -O2 -o "$dir/meterpub" "$bench_dir/meterpub.c" -lmosquitto -lm
 # Preloaded into the daemon, two stand-ins around it (its own code is the release binary as built):
 # - Valgrind 3.19 writes into the signal mask handed to sigsuspend, and libdispatch's main thread
 #   (the daemon's top level awaits) hands it one in read-only memory: valgrind dies of a SIGSEGV at
@@ -35,33 +42,26 @@ int open(const char *path, int flags, ...) {
 }
 C
 cc -O2 -shared -fPIC -o "$dir/preload.so" "$dir/preload.c"
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # Runs the daemon under valgrind (the tool and its options: the arguments after the first) for a
 # run of $1 readings, in $dir/run-$1 (its output in out, its log in err; what the tool writes, where
 # its options say); the number of lines it printed (its pushes) in $dir/pushes-$1. Nothing printed:
-# a command substitution's subshell would keep the broker and the daemon from the caller's trap.
+# a command substitution's subshell would keep the broker and the daemon from the trap above.
 daemon_under_valgrind() {
-  local readings=$1 run=$dir/run-$1 port
+  local readings=$1 run=$dir/run-$1
   shift
   mkdir "$run"
-  port=$(free_port)
-  printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\nlog_type information\nlog_type subscribe\n' \
-    "$port" > "$run/mosquitto.conf"
-  mosquitto -c "$run/mosquitto.conf" > "$run/mosquitto.log" 2>&1 & broker=$!
-  until grep -q "running" "$run/mosquitto.log" 2>/dev/null; do sleep 0.05; done
+  start_broker "$run" "log_type information" "log_type subscribe"
+  broker=$broker_pid
   # Without the window (bench.yaml's http line): the figure stays the ingest's, comparable across
   # releases; the window's cost is make bench's, scraped every 15 s.
-  sed -e "s/@PORT@/$port/" -e "s|@STATE@|$run/state.json|" -e '/^http:/d' bench/bench.yaml > "$run/config.yaml"
+  bench_config "$broker_port" "$run/state.json" 0 | sed '/^http:/d' > "$run/config.yaml"
   [ "$policy" = pushed ] || sed -i '/^    policy:/d' "$run/config.yaml"
   LD_PRELOAD="$dir/preload.so" valgrind "$@" \
     "$binary" run --config "$run/config.yaml" --dry-run --log-level warning > "$run/out" 2> "$run/err" & consumer=$!
-  # Subscribed: the broker logs the subscription (valgrind starts the daemon slowly).
-  until grep -q " bench/meter/" "$run/mosquitto.log"; do
-    kill -0 "$consumer" 2>/dev/null || { echo "flowbridge ended before subscribing:" >&2; tail -5 "$run/err" >&2; exit 1; }
-    sleep 0.1
-  done
-  timeout 1200 "$dir/meterpub" ${rate:+-r "$rate"} "$port" "$readings" bench/meter > /dev/null
+  # Subscribed to every meter (valgrind starts the daemon slowly).
+  wait_meters "$run" "$consumer" || { tail -5 "$run/err" >&2; exit 1; }
+  timeout 1200 "$dir/meterpub" ${rate:+-r "$rate"} "$broker_port" "$readings" bench/meter > /dev/null
   # The sentinel ({"power": 424242}) in what the daemon printed; 42424 since the default policy
   # rounds it to 424240 W, and pushes it once the burst has settled.
   local waited=0
