@@ -7,7 +7,10 @@ cut into stretches where the instruction at MARKER (the function every message a
 a stretch is one reading and whatever its threads did until the next arrived. Each stretch's
 distinct 64-byte lines and 4 kB pages, of code and of data, are counted; the medians are taken over
 the stretches but the first tenth (the connection, the first pushes) and the last five (the
-sentinel, the stop).
+sentinel, the stop). The means over the same stretches follow: the paced benchmark's CPU per
+reading is a mean, and it holds what one reading in so many does besides its own work (the
+clock's beat, once a second, taken by the reading that comes when it is due), which the median
+leaves out.
 
 A reading must have come alone for its stretch to be one reading's: with every reading pushed, the
 daemon's pushes (PUSHES, the lines it printed) must be about as many as the readings (N); fewer,
@@ -44,7 +47,9 @@ kept = stretches[len(stretches) // 10:-5]
 if not kept:
     sys.exit(f"{readings} readings leave none to count once the first tenth and the last five are set aside: a larger N")
 median = [statistics.median(stretch[field] for stretch in kept) for field in range(5)]
+mean = [statistics.mean(stretch[field] for stretch in kept) for field in range(5)]
 print(
     f"lines per reading: code {median[0]:.0f} in {median[1]:.0f} pages, data {median[2]:.0f} in {median[3]:.0f} pages "
-    f"({median[4]:.0f} instructions; medians of {len(kept)} readings, {policy} policy)"
+    f"({median[4]:.0f} instructions; medians of {len(kept)} readings, {policy} policy); "
+    f"means: code {mean[0]:.0f}, data {mean[2]:.0f}, {mean[4]:.0f} instructions"
 )

@@ -10,8 +10,9 @@
 # (10 unless given: lackey runs the daemon some hundred times slower, and a faster pace makes a
 # backlog, offered once); bench/reading-lines.py cuts the trace where each reading arrives
 # (Connection.didReceive, called once a message) and counts the lines and pages each stretch touched.
-# Prints one line: "lines per reading: code <C> in <P> pages, data <D> in <Q> pages (..)", medians
-# over the readings but the first tenth and the last few.
+# Prints one line: "lines per reading: code <C> in <P> pages, data <D> in <Q> pages (..); means: ..",
+# medians over the readings but the first tenth and the last few, then the means (the paced
+# benchmark's figure is a mean, the clock's beat once a second in it).
 # usage: bench/reading-lines.sh BINARY [N [RATE [POLICY]]]   (N: 200, RATE: 10, POLICY: pushed unless
 #   given; needs valgrind, mosquitto, cc, python3, nm; the trace takes some 3 MB a reading)
 set -eu
