@@ -83,8 +83,16 @@ bench_topic_options() {
   sed -n 's/.*{topic: \([^,}]*\).*/-t \1/p' "$bench_dir/bench.yaml" | tr '\n' ' '
 }
 
-# bench_config PORT STATE WINDOW: bench/bench.yaml for the broker's PORT, with the state file
-# STATE and the window listening on loopback port WINDOW, on standard output.
+# bench_config PORT STATE WINDOW [POLICY]: bench/bench.yaml for the broker's PORT, with the state
+# file STATE and the window listening on loopback port WINDOW, on standard output. POLICY: pushed
+# (unless given: bench.yaml's policy, every reading pushed) or default (its policy line left out:
+# the defaults, a burst settled for 2 s, a push at most every 10 s).
 bench_config() {
-  sed -e "s/@PORT@/$1/" -e "s|@STATE@|$2|" -e "s/@WINDOW@/$3/" "$bench_dir/bench.yaml"
+  local policy_line
+  case ${4:-pushed} in
+    pushed) policy_line= ;;
+    default) policy_line='/^    policy:/d' ;;
+    *) echo "POLICY is pushed or default, not '$4'" >&2; return 2 ;;
+  esac
+  sed -e "s/@PORT@/$1/" -e "s|@STATE@|$2|" -e "s/@WINDOW@/$3/" ${policy_line:+-e "$policy_line"} "$bench_dir/bench.yaml"
 }

@@ -17,7 +17,7 @@ trap 'for pid in "${pids[@]}"; do kill $pid 2>/dev/null; done; wait 2>/dev/null;
 . "$here/common.sh"
 start_broker "$work" "log_type all"
 pids+=("$broker_pid")
-bench_config "$broker_port" "$work/state.json" "$(free_port)" | sed '/^    policy:/d' > "$work/config.yaml"
+bench_config "$broker_port" "$work/state.json" "$(free_port)" default > "$work/config.yaml"
 "$binary" run --config "$work/config.yaml" --log-level warning > "$work/out" 2> "$work/err" & flowbridge=$!
 pids+=("$flowbridge")
 wait_subscribed "$work" 1

@@ -22,8 +22,7 @@ gcc -O2 -D_POSIX_C_SOURCE=200809L -o "$work/meterpub" "$here/meterpub.c" -lmosqu
 . "$here/common.sh"
 start_broker "$work" "log_type all"
 pids+=("$broker_pid")
-bench_config "$broker_port" "$work/state.json" "$(free_port)" > "$work/config.yaml"
-[ "$policy" = pushed ] || sed -i '/^    policy:/d' "$work/config.yaml"
+bench_config "$broker_port" "$work/state.json" "$(free_port)" "$policy" > "$work/config.yaml"
 "$binary" run --config "$work/config.yaml" --dry-run --log-level warning > "$work/out" 2> "$work/err" & flowbridge=$!
 pids+=("$flowbridge")
 # shellcheck disable=SC2046 # the topics' options, split into words

@@ -39,8 +39,7 @@ libraries=${BENCH_LIBS:+LD_LIBRARY_PATH=$BENCH_LIBS}
 # default: no policy line, the defaults), with a client id, a state file and a window port of its
 # own (the window listens; nothing scrapes it here: bench/run.sh measures the scraped window).
 config() {  # POLICY PORT DIR
-  bench_config "$2" "$3/state-$1.json" "$(free_port)" | sed "s/client_id: flowbridge-bench/client_id: flowbridge-$1/" > "$3/config-$1.yaml"
-  [ "$1" = pushed ] || sed -i '/^    policy:/d' "$3/config-$1.yaml"
+  bench_config "$2" "$3/state-$1.json" "$(free_port)" "$1" | sed "s/client_id: flowbridge-bench/client_id: flowbridge-$1/" > "$3/config-$1.yaml"
   echo "$3/config-$1.yaml"
 }
 names=(floor flowbridge flowbridge+pushed)

@@ -55,8 +55,7 @@ daemon_under_valgrind() {
   broker=$broker_pid
   # Without the window (bench.yaml's http line): the figure stays the ingest's, comparable across
   # releases; the window's cost is make bench's, scraped every 15 s.
-  bench_config "$broker_port" "$run/state.json" 0 | sed '/^http:/d' > "$run/config.yaml"
-  [ "$policy" = pushed ] || sed -i '/^    policy:/d' "$run/config.yaml"
+  bench_config "$broker_port" "$run/state.json" 0 "$policy" | sed '/^http:/d' > "$run/config.yaml"
   LD_PRELOAD="$dir/preload.so" valgrind "$@" \
     "$binary" run --config "$run/config.yaml" --dry-run --log-level warning > "$run/out" 2> "$run/err" & consumer=$!
   # Subscribed to every meter (valgrind starts the daemon slowly).
