@@ -188,6 +188,9 @@ import Testing
         (#"{"format":"flowbridge-state","version":1,"day":"2026-06-01","day_start":1780264800,"readings":[],"totals":{"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "its readings are not an object"),
         (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{"grid":{"value":2500,"t":4102444800}},"totals":{"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the reading of 'grid' is damaged"),
         (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"readings":{},"totals":{"home/exchange":{"kind":"import","kwh":123456789},"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the total of home/exchange, 123456789 kWh, is damaged: more than its sources' max_power allow in a day"),
+        // The date closed last can only be before the day in progress.
+        (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"closed_through":"2026-06-01","readings":{},"totals":{"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the date closed last is damaged"),
+        (#"{"version":1,"day":"2026-06-01","day_start":1780264800,"closed_through":"May 31","readings":{},"totals":{"home/inputs[0]":{"kind":"integrate","kwh":2.5}}}"#, "the date closed last is damaged"),
     ])
     func damagedStateIsSurvived(state: String, warning: String) throws {
         let folder = TemporaryFolder()

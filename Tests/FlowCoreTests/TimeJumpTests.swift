@@ -104,6 +104,43 @@ import Testing
         #expect(abs(home.total("output")! - 0.02) < 1e-9)  // the 10 s before the step, and the 10 s after it
     }
 
+    /// A clock that ran two minutes ahead closed the day early, and NTP steps it back across
+    /// midnight: the closed day is in the book and stays as it closed (closed again at the clock's
+    /// next midnight, it would hold only the two minutes since); what flows meanwhile counts in the
+    /// day in progress.
+    @Test func aClockStepBackIntoAClosedDayCountsOnUnderTheDayInProgress() throws {
+        var home = EngineHarness(Self.load)
+        for t in stride(from: Self.midnight - 600, through: Self.midnight + 60, by: 10) { home.send("p", "3600", at: t) }
+        let closed = try #require(home.engine.lastClosedDay)
+        #expect(closed.date == CivilDate(daysSinceEpoch: 20_599))
+        #expect(abs(closed.totalsKWh["home/output"]! - 0.6) < 1e-9)
+        home.record(home.engine.clockStepped(by: -120, at: Date(timeIntervalSince1970: Self.midnight - 60)))
+        #expect(home.engine.day?.date == CivilDate(daysSinceEpoch: 20_600))
+        #expect(home.diagnostics.contains { $0.message.contains("into \(CivilDate(daysSinceEpoch: 20_599)), which is closed; the totals count on as \(CivilDate(daysSinceEpoch: 20_600))") })
+        for t in stride(from: Self.midnight - 50, through: Self.midnight + 120, by: 10) { home.send("p", "3600", at: t) }
+        #expect(home.closedDays.map(\.date) == [CivilDate(daysSinceEpoch: 20_599)])
+        #expect(home.engine.lastClosedDay == closed)
+        #expect(home.engine.day?.date == CivilDate(daysSinceEpoch: 20_600))
+        // The minute before the step, and from the first reading after it on: 6 + 17 steps of 10 s at 3,600 W.
+        #expect(abs(home.total("output")! - 0.23) < 1e-9)
+    }
+
+    /// The same after a restart: a state saved just after midnight, read back under a clock a few
+    /// minutes behind it (a board without a real-time clock, its time restored from before
+    /// midnight). The date closed last is saved with the day.
+    @Test func aRestartUnderAClockBehindAClosedMidnightKeepsTheDay() throws {
+        var before = EngineHarness(Self.load)
+        for t in stride(from: Self.midnight - 600, through: Self.midnight + 60, by: 10) { before.send("p", "3600", at: t) }
+        let state = before.engine.snapshot()
+        #expect(state["closed_through"] == .string(CivilDate(daysSinceEpoch: 20_599).description))
+        var after = EngineHarness(Self.load)
+        try after.engine.restore(state)
+        for t in stride(from: Self.midnight - 120, through: Self.midnight + 120, by: 10) { after.send("p", "3600", at: t) }
+        #expect(after.closedDays.isEmpty)
+        #expect(after.engine.day?.date == CivilDate(daysSinceEpoch: 20_600))
+        #expect(after.engine.snapshot()["closed_through"] == state["closed_through"])
+    }
+
     /// The daemon's tick thread read the clock just after midnight and took the lock first; the
     /// message thread read it a moment before midnight. Simultaneous: no clock went back, and the
     /// closed day stays closed.

@@ -10,6 +10,10 @@ extension FlowEngine {
         /// The local day the totals count; nil until the first event.
         var day: LocalDay?
         var lastClosedDay: ClosedDay?
+        /// The latest date closed, its row in the day book; saved. A clock that goes back into it
+        /// counts on under the day in progress: closing it again would put what came since in
+        /// place of its total.
+        var closedThrough: CivilDate?
         /// The closed day's last slot of each flow widget: where a counter's late rise that belongs
         /// to the closed day lands, so its slots still add up to it (`splitAtMidnight`).
         var lastDaySlots: [ClosedSlot] = []
@@ -30,10 +34,23 @@ extension FlowEngine {
             jumpSeconds = config.sources.map(\.maxGapSeconds).max() ?? SourceConfig.defaultMaxGapSeconds
         }
 
-        /// The day as saved: its date and where it began.
+        /// The day as saved: its date, where it began, and the latest date closed.
         var snapshot: [String: JSONValue] {
             guard let day else { return [:] }
-            return ["day": .string(day.date.description), "day_start": .number(day.start.timeIntervalSince1970)]
+            var state: [String: JSONValue] = ["day": .string(day.date.description), "day_start": .number(day.start.timeIntervalSince1970)]
+            if let closedThrough { state["closed_through"] = .string(closedThrough.description) }
+            return state
+        }
+
+        /// The latest date closed as saved beside `day`: nil for a state without one (saved before
+        /// it was kept, or before a day closed). A date not before `day` is damaged, named to `skip`.
+        static func restoredClosedThrough(from state: JSONValue, day: LocalDay, skip: (String) -> Void) -> CivilDate? {
+            guard let saved = state["closed_through"] else { return nil }
+            guard let date = saved.stringValue.flatMap(CivilDate.init), date < day.date else {
+                skip("the date closed last")
+                return nil
+            }
+            return date
         }
 
         /// The saved day in `zone`, and where it began in the zone it was saved in; nil for a state

@@ -87,6 +87,7 @@ extension FlowEngine {
             skipped += pricing.restore(from: state, currency: tariff.currency, times: times, skip: skip)
         }
         day = restoredDay
+        dayClock.closedThrough = restoredDay.flatMap { DayClock.restoredClosedThrough(from: state, day: $0, skip: skip) }
         board.restoreBalances(from: state, maxDayKWh: maxDayKWh)
         restoreSlot(from: state, times: times, maxDayKWh: maxDayKWh)
         return skipped

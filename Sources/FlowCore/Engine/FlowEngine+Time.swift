@@ -183,9 +183,18 @@ extension FlowEngine {
         }
         if now < current.start {
             // The clock went back past midnight (NTP correcting a clock that ran ahead, or a state
-            // saved under such a clock): the energy counted is this day's, under its right date.
+            // saved under such a clock): the energy counted is this day's, under its right date,
+            // unless that date is closed. Its row is in the book, and at the clock's next midnight
+            // it would close again with only what came since, in place of its total (and the
+            // lifetime's sums would take the difference away): the day in progress counts on.
             let corrected = zone.day(containing: now)
             let zoneName = zone.identifier
+            if let closed = dayClock.closedThrough, corrected.date <= closed {
+                note(.warning, key: "clock", at: now, into: &out) {
+                    "the clock went back to before \(current.date) (\(zoneName)), into \(corrected.date), which is closed; the totals count on as \(current.date)"
+                }
+                return
+            }
             note(.warning, key: "clock", at: now, into: &out) {
                 "the clock went back to before \(current.date) (\(zoneName)); the totals count on as \(corrected.date)"
             }
@@ -203,6 +212,7 @@ extension FlowEngine {
         while now >= current.end {
             let closed = closeDay(current, into: &out)
             lastClosedDay = closed
+            dayClock.closedThrough = current.date
             out.append(.closedDay(closed))
             if closedDays == 0 {
                 let summary = closed.totalsKWh.keys.sorted().map { "\($0) \(AccountBalance.kWh(closed.totalsKWh[$0]!)) kWh" }
