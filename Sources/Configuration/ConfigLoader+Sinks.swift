@@ -59,7 +59,7 @@ extension ConfigLoader {
     private func checked(_ settings: MQTTOutputSettings, _ mqttOutput: ConfigNode, flow: FlowConfig) -> MQTTOutputSettings {
         for widget in flow.widgetNames {
             if let problem = MQTTOutputSettings.topicLevelProblem(widget) {
-                mqttOutput.report("widget '\(widget)' cannot be a topic level (\(problem)): rename it to publish it on MQTT")
+                mqttOutput.report("widget '\(PrintableText.escaped(widget))' cannot be a topic level (\(problem)): rename it to publish it on MQTT")
             }
         }
         if let homeAssistant = settings.homeAssistant {

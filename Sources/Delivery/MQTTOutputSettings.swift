@@ -1,3 +1,5 @@
+import FlowCore
+
 /// How every widget's pushes reach MQTT (`output.mqtt` in the config), and the topics that follows.
 ///
 /// One prefix serves the daemon's status and the widgets, so the availability that Home Assistant
@@ -42,10 +44,12 @@ public struct MQTTOutputSettings: Sendable, Equatable {
     public var subscriptions: [String] { homeAssistant.map { [$0.statusTopic] } ?? [] }
 
     /// Why `name` cannot be one level of a topic, or nil when it can: MQTT forbids the wildcards
-    /// and NUL in a published topic, and a `/` would put the widget's topics under another's.
+    /// in a published topic, and control characters and noncharacters in any (libmosquitto
+    /// refuses to publish on one), and a `/` would put the widget's topics under another's.
     public static func topicLevelProblem(_ name: String) -> String? {
         if name.isEmpty { return "an empty name" }
-        if let bad = name.first(where: { "/+#\u{0}".contains($0) }) { return "'\(bad)' in it" }
+        if let refused = TopicFilter.refusedCharacter(in: name) { return "\(refused) in it" }
+        if let bad = name.first(where: { "/+#".contains($0) }) { return "'\(bad)' in it" }
         return nil
     }
 }

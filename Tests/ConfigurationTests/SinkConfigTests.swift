@@ -191,6 +191,17 @@ import Testing
             output: {mqtt: true}
             """, "line 4: output.mqtt: widget 'a/b' cannot be a topic level ('/' in it): rename it to publish it on MQTT"),
         ("""
+            sources: {s: {topic: x}}
+            widgets:
+              "a\\tb": {template: flow, flow: {output: {rate: s}}}
+            output: {mqtt: true}
+            """, "line 4: output.mqtt: widget 'a\\u0009b' cannot be a topic level (\\u0009 in it): rename it to publish it on MQTT"),
+        ("""
+            sources: {s: {topic: "meter\\x85power"}}
+            widgets:
+              w: {template: flow, flow: {output: {rate: s}}}
+            """, "sources.s.topic: topic filter 'meter\\u0085power' holds \\u0085, which MQTT refuses in a topic"),
+        ("""
             sources: {s: {topic: x}, t: {topic: y}}
             widgets:
               power: {template: flow, flow: {inputs: [{name: East roof, rate: s}, {name: east-roof, rate: t}]}}

@@ -112,8 +112,31 @@ import Testing
         #expect(try TopicFilter(filter).matches(topic) == matches)
     }
 
-    @Test(arguments: ["", "a/b#", "a/#/b", "a+/b", "a/\u{0}"])
+    @Test(arguments: ["", "a/b#", "a/#/b", "a+/b", "a/\u{0}", String(repeating: "a", count: 65_536)])
     func invalidFilters(text: String) {
         #expect(throws: TopicFilter.InvalidFilter.self) { try TopicFilter(text) }
+    }
+
+    /// A noncharacter, which a string literal may not hold.
+    static func scalar(_ value: UInt32) -> String { String(Character(Unicode.Scalar(value)!)) }
+
+    /// Characters a broker refuses in a topic (libmosquitto refuses the whole SUBSCRIBE for one of
+    /// them, every other topic with it): refused when the filter is made, escaped, never written.
+    @Test(arguments: [
+        ("meter\tpower", "\\u0009"), ("meter\npower", "\\u000A"), ("a/\u{7F}", "\\u007F"), ("a\u{85}b", "\\u0085"),
+        ("a/" + Self.scalar(0xFDD0), "\\uFDD0"), ("a/" + Self.scalar(0xFFFE), "\\uFFFE"), ("a/" + Self.scalar(0x1FFFF), "\\U0001FFFF"),
+        ("a/\u{0}", "\\u0000"),
+    ])
+    func refusedCharacters(text: String, code: String) {
+        let error = #expect(throws: TopicFilter.InvalidFilter.self) { try TopicFilter(text) }
+        let description = error?.description ?? ""
+        #expect(description.contains("holds \(code)"), "\(description)")
+        #expect(!description.unicodeScalars.contains { $0.properties.generalCategory == .control || $0.properties.isNoncharacterCodePoint })
+    }
+
+    /// What a broker takes: any other text, whatever its script or its symbols.
+    @Test(arguments: ["zähler/leistung", "電力/メーター", "a/\u{FDCF}", "a/\u{FFFD}", "a/\u{A0}b", "a/😀"])
+    func acceptedCharacters(text: String) throws {
+        #expect(try TopicFilter(text).description == text)
     }
 }

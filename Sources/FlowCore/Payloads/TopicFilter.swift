@@ -11,21 +11,35 @@ public struct TopicFilter: Sendable, Hashable, CustomStringConvertible {
 
     public init(_ text: String) throws(InvalidFilter) {
         guard !text.isEmpty else { throw InvalidFilter(description: "a topic filter must not be empty") }
-        guard text.utf8.count <= 65_535, !text.utf8.contains(0) else {
-            throw InvalidFilter(description: "topic filter '\(text)' is too long or holds a NUL")
+        let shown = PrintableText.escaped(text)
+        if let refused = Self.refusedCharacter(in: text) {
+            throw InvalidFilter(description: "topic filter '\(shown)' holds \(refused), which MQTT refuses in a topic (a control character or a noncharacter)")
+        }
+        guard text.utf8.count <= 65_535 else {
+            throw InvalidFilter(description: "topic filter of \(text.utf8.count) bytes is too long (MQTT allows 65,535)")
         }
         let levels = text.split(separator: "/", omittingEmptySubsequences: false)
         for (index, level) in levels.enumerated() {
             if level.contains("+"), level != "+" {
-                throw InvalidFilter(description: "topic filter '\(text)': '+' must fill a whole level")
+                throw InvalidFilter(description: "topic filter '\(shown)': '+' must fill a whole level")
             }
             if level.contains("#"), level != "#" || index != levels.count - 1 {
-                throw InvalidFilter(description: "topic filter '\(text)': '#' must be the whole last level")
+                throw InvalidFilter(description: "topic filter '\(shown)': '#' must be the whole last level")
             }
         }
         description = text
         self.levels = levels
         isExact = !text.contains("+") && !text.contains("#")
+    }
+
+    /// The first character of `text` a broker refuses in a topic, escaped (`\u0009`), or nil: NUL
+    /// and the other C0 controls, DEL and the C1 controls, and Unicode's noncharacters (MQTT 3.1.1
+    /// §1.5.3, as libmosquitto checks a topic before it sends one). One such filter fails the whole
+    /// SUBSCRIBE, every source's topic with it; for filters, and for the names the sinks make
+    /// topics of.
+    public static func refusedCharacter(in text: some StringProtocol) -> String? {
+        text.unicodeScalars.first { $0.properties.generalCategory == .control || $0.properties.isNoncharacterCodePoint }
+            .map { PrintableText.escaped(String($0)) }
     }
 
     /// MQTT 3.1.1 §4.7: wildcards match whole levels, `#` also its parent level, and a filter that
