@@ -18,6 +18,26 @@ import Testing
         #expect(PayloadDecoder(format: .binary(BinaryNumberFormat(.int16, hex: true))).decode(Array(payload.utf8)) == decoded)
     }
 
+    /// An empty payload (a retained value cleared) and a device's word for none are no reading in
+    /// every format, as in plain text and JSON; raw bytes that spell a word are a number.
+    @Test(arguments: [
+        ("", PayloadDecoder.Format.keyValue(KeyValueFormat(key: "power"))), ("unavailable", .keyValue(KeyValueFormat(key: "power"))),
+        (" None\n", .keyValue(KeyValueFormat(key: "power"))),
+        ("", .binary(BinaryNumberFormat(.int16))), ("", .binary(BinaryNumberFormat(.int16, hex: true))),
+        ("unknown", .binary(BinaryNumberFormat(.int16, hex: true))), ("n/a", .binary(BinaryNumberFormat(.float32, hex: true))),
+    ])
+    func nothingToReadIsNoReading(payload: String, format: PayloadDecoder.Format) {
+        #expect(PayloadDecoder(format: format).decode(Array(payload.utf8)) == .noReading)
+    }
+
+    @Test func aPatternOfNothingIsNoReading() throws {
+        let decoder = PayloadDecoder(format: .pattern(try PatternFormat("P: ([^ ]*) W")))
+        #expect(decoder.decode([]) == .noReading)
+        #expect(decoder.decode(Array("unavailable".utf8)) == .noReading)
+        // "null" as four raw bytes is a float32 like any other.
+        #expect(PayloadDecoder(format: .binary(BinaryNumberFormat(.float32))).decode(Array("null".utf8)) != .noReading)
+    }
+
     /// A float NaN is the device's "no value"; an infinity is a broken reading, never a number.
     @Test func floatsThatAreNotNumbers() {
         let float32 = PayloadDecoder(format: .binary(BinaryNumberFormat(.float32)))

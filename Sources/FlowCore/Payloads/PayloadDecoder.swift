@@ -122,9 +122,10 @@ public struct PayloadDecoder: Sendable, Hashable {
     public func decode(_ payload: [UInt8]) -> DecodedPayload {
         let decoded: DecodedPayload = switch format {
         case .text: decodeText(payload)
-        case .keyValue(let keyValue): keyValue.decode(payload, with: self)
-        case .pattern(let pattern): pattern.decode(payload, with: self)
-        case .binary(let binary): binary.decode(payload)
+        case .keyValue(let keyValue): Self.saysNoReading(payload) ? .noReading : keyValue.decode(payload, with: self)
+        case .pattern(let pattern): Self.saysNoReading(payload) ? .noReading : pattern.decode(payload, with: self)
+        // Raw bytes are data, whatever text they spell: only an empty payload says nothing.
+        case .binary(let binary): payload.isEmpty || binary.hex && Self.saysNoReading(payload) ? .noReading : binary.decode(payload)
         }
         guard let sign, case .value(let magnitude) = decoded else { return decoded }
         return sign.apply(magnitude, to: Self.trimmed(payload[...]))
@@ -206,6 +207,14 @@ public struct PayloadDecoder: Sendable, Hashable {
         while let first = slice.first, isSpace(first) { slice = slice.dropFirst() }
         while let last = slice.last, isSpace(last) { slice = slice.dropLast() }
         return slice
+    }
+
+    /// A text payload that is nothing (an empty retained message: the value cleared) or, whole, a
+    /// device's word for none: no reading in every format, as in plain text and JSON, never a
+    /// payload refused.
+    static func saysNoReading(_ payload: [UInt8]) -> Bool {
+        let text = trimmed(payload[...])
+        return text.isEmpty || isNoReading(text)
     }
 
     /// The words devices use for "no value", compared without case.
