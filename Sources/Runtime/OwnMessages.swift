@@ -39,9 +39,11 @@ extension OwnMessages {
         }
     }
 
-    /// A message larger than any source takes: left unread, said once a minute per topic.
+    /// A message larger than any source takes: left unread, said once a minute whatever its topic
+    /// (a wildcard's topics are the broker's to make up: one key each would keep them all, and say
+    /// each).
     package func oversized(topic: String, bytes: Int, limit: Int) {
-        if refusals.withLock({ $0.allows("oversized \(topic)", at: Date()) }) {
+        if refusals.withLock({ $0.allows("oversized", at: Date()) }) {
             log.log(.warning, "a message of \(bytes) bytes on '\(topic)' is larger than the largest max_payload (\(limit) bytes): not read")
         }
     }
