@@ -107,6 +107,24 @@ import Testing
         #expect(said.contains { $0.contains("0.5 kWh imported before count unpriced") }, "\(said)")
     }
 
+    /// A reload that brings the tariff while a counter's rise is pending (read at 10:10, the
+    /// tariff from 10:15, the next reading at 10:20): the rise's share before the reload had no
+    /// price, so it is unpriced, not priced at 0; the share after it at the new price.
+    @Test func aRiseReadAfterAReloadThatBringsTheTariffIsUnpricedBeforeIt() throws {
+        let priced = Self.config(tariff: "  import: {price: 0.30}", sources: Self.meter, exchange: Self.counterExchange)
+        let unpriced = String(priced[..<(try #require(priced.range(of: "tariff:"))).lowerBound])
+        var old = try Self.engine(unpriced)
+        _ = Self.feed(&old, [("2026-06-01T10:00:00Z", "grid/energy", "1000"), ("2026-06-01T10:10:00Z", "grid/energy", "1000.5")])
+        var reloaded = try Self.engine(priced)
+        try reloaded.restore(old.snapshot())
+        reloaded.adoptPrices(from: old, at: Self.time("2026-06-01T10:15:00Z"))
+        _ = Self.feed(&reloaded, [("2026-06-01T10:20:00Z", "grid/energy", "1000.75")])
+        let money = try #require(reloaded.money(ofWidget: "home"))
+        #expect(abs(money.importCost - 0.0375) < 1e-9, "\(money.text)")
+        // 0.5 kWh before the tariff, and 10:10–10:15's 0.125 kWh.
+        #expect(abs((money.unpricedKWh[.imported] ?? 0) - 0.625) < 1e-9, "\(money.text)")
+    }
+
     // MARK: - A rise over no time
 
     struct NoTimeCase: Sendable, CustomTestStringConvertible {

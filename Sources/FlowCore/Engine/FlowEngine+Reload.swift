@@ -26,7 +26,12 @@ extension FlowEngine {
     /// the new tariff only from `now`. Call it once the day is restored from `old`'s snapshot.
     public mutating func adoptPrices(from old: FlowEngine, at now: Date) {
         guard let tariff = config.tariff, let since = pendingSince, since < now else { return }
-        let sameCurrency = old.config.tariff.map { $0.currency == tariff.currency } ?? true
-        pricing.past = old.pricing.past(from: since, until: now, zone: old.zone, sameCurrency: sameCurrency)
+        // Without a tariff before the reload, what flowed then had no price: unpriced, as what
+        // flowed before the money began (no stretch of either side), never priced at 0.
+        guard let oldTariff = old.config.tariff else {
+            pricing.past = PastPrices(until: now, stretches: [:])
+            return
+        }
+        pricing.past = old.pricing.past(from: since, until: now, zone: old.zone, sameCurrency: oldTariff.currency == tariff.currency)
     }
 }
