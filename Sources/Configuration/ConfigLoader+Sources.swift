@@ -1,4 +1,5 @@
 import FlowCore
+import Mosquitto
 
 extension ConfigLoader {
     /// `sources:`: every number flowbridge reads, by name.
@@ -300,8 +301,13 @@ extension ConfigLoader {
             number = Substring(text.dropLast(suffix.count)).trimmingSpaces
             factor = value
         }
-        guard !size.node.isNull, let value = Double(number), value.isFinite, value >= 1, (value * factor).rounded() <= Double(Int32.max) else {
+        guard !size.node.isNull, let value = Double(number), value.isFinite, value >= 1 else {
             size.report("'\(text)' is not a size in bytes (write e.g. 65536, 64KiB or 1MiB)")
+            return nil
+        }
+        // Said here, not by the broker connection when `run` starts.
+        guard (value * factor).rounded() <= Double(MQTTOptions.largestPayloadBytes) else {
+            size.report("'\(text)' is more than an MQTT message can carry (\(MQTTOptions.largestPayloadBytes) bytes)")
             return nil
         }
         return Int((value * factor).rounded())

@@ -155,7 +155,8 @@ public struct MQTTOptions: Sendable {
     /// The most a PUBLISH holds besides its payload: fixed header (5), topic (2 + up to 65,535),
     /// packet ID (2), properties (a broker adds little; 1 KiB is ample).
     static let publishOverheadBytes = 5 + 2 + 65_535 + 2 + 1_024
-    static let largestPayloadBytes = largestPacketBytes - publishOverheadBytes
+    /// The largest payload an MQTT message can carry: no `max_payload` may be larger.
+    public static let largestPayloadBytes = largestPacketBytes - publishOverheadBytes
 
     /// CONNECT's Maximum Packet Size for `maximumPayloadBytes`: the payload and the most a PUBLISH
     /// adds to it, so no message within the limit is refused for its topic.

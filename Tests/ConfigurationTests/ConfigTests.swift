@@ -112,6 +112,8 @@ import Testing
          "line 2: sources.a.combine: 'average' is not one of latest, sum"),
         ("sources:\n  a: {topic: x, max_payload: lots}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
          "line 2: sources.a.max_payload: 'lots' is not a size in bytes (write e.g. 65536, 64KiB or 1MiB)"),
+        ("sources:\n  a: {topic: x, max_payload: 512MiB}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
+         "line 2: sources.a.max_payload: '512MiB' is more than an MQTT message can carry (268368892 bytes)"),
         ("sources:\n  a: {topic: x, stale_after: 0s}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
          "line 2: sources.a.stale_after: must be longer than 0s (or never)"),
         // With it, a reading of 1e308 W passed, and two of them integrated to an infinite total.
