@@ -215,6 +215,31 @@ let afternoon = 86_400.0 * 20_600 + 14 * 3600 + 2 * 60
         #expect(restarted.rate("inputs") == 450)  // 222 stale at 155 s, counted from its own reading
     }
 
+    /// Two inverters' daily yields added up: one falls asleep at dusk with its count, the other
+    /// reports on. The sleeper's count stays in the sum (its yield is still today's), so the sum
+    /// never drops, and no reset counts the other's yield of the day twice.
+    @Test func aQuietTopicOfACounterSumKeepsItsCount() {
+        let config = FlowConfig(
+            sources: [
+                source("solar", "dtu/+/power", staleAfter: 600, combine: .sum),
+                source("today", "dtu/+/yieldday", unit: .kilowattHour, staleAfter: 600, combine: .sum),
+            ],
+            widgets: [FlowWidgetConfig(name: "w", inputs: [node("solar", total: .daily(source: "today"), name: "Solar")], policy: eager)])
+        var home = EngineHarness(config)
+        let t0 = afternoon
+        // The second topic's first count is a jump of the sum: taken as a new count from 14 kWh.
+        for (seconds, topic, kWh) in [
+            (0.0, "a", 10.0), (1, "b", 4), (60, "a", 10.1), (120, "b", 4.1),  // a asleep from here on
+            (400, "b", 4.2), (800, "b", 4.3), (900, "b", 4.4),  // a stale at 720 s
+        ] {
+            home.send("dtu/\(topic)/yieldday", "\(kWh)", at: t0 + seconds)
+            home.send("dtu/\(topic)/power", "100", at: t0 + seconds)
+        }
+        #expect(abs(home.engine.readings["today"]!.value - 14.5) < 1e-9)
+        #expect(abs((home.total("inputs") ?? 0) - 0.5) < 1e-9, "\(home.total("inputs") ?? -1)")
+        #expect(!home.diagnostics.contains { $0.message.contains("the counter went back") }, "\(home.diagnostics)")
+    }
+
     @Test func aSumOfStaleTopicsHoldsWhatWasFreshAtTheLastReading() {
         let config = FlowConfig(
             sources: [source("grid", "meter/+/power", staleAfter: 60, combine: .sum)],

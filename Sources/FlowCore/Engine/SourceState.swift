@@ -107,13 +107,16 @@ extension FlowEngine {
             return true
         }
 
-        /// `combine: sum`: the reading from the topics, as of the latest of them.
+        /// `combine: sum`: the reading from the topics, as of the latest of them. A stale topic's
+        /// power or level leaves the sum (an inverter asleep makes nothing); its energy count stays
+        /// in it, as the device's count does: dropped, the sum would read as a counter reset, and a
+        /// daily counter's reset would count the awake topics' energy of the day twice.
         mutating func recombine() {
             guard let latest = topics.values.map(\.at).max() else {
                 reading = nil
                 return
             }
-            let staleAfter = config.staleAfterSeconds ?? .infinity
+            let staleAfter = config.unit.quantity == .energy ? .infinity : config.staleAfterSeconds ?? .infinity
             var sum = 0.0
             for part in topics.values where latest.timeIntervalSince(part.at) < staleAfter { sum += part.value }
             reading = Reading(value: sum, at: latest)
