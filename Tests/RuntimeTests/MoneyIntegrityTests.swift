@@ -125,6 +125,28 @@ import Testing
         #expect(abs((money.unpricedKWh[.imported] ?? 0) - 0.625) < 1e-9, "\(money.text)")
     }
 
+    /// A solar counter read every five minutes beside a grid meter read every few seconds, the
+    /// home derived from both, and a new price at 14:00: the solar rise read at 14:03 covers
+    /// 13:58–14:03, and the home's use of its share before 14:00 is priced at 13:00's price, which
+    /// the grid's readings past 14:00 must not have let go.
+    @Test func theDerivedHomesShareOfASlowCounterKeepsThePriceItFlowedAt() throws {
+        let config = Self.config(
+            tariff: "  import: {price: price}",
+            sources: "  pv: {topic: home/pv}\n  pv_total: {topic: home/pv_total, unit: kWh}\n  price: {topic: market/price, unit: EUR/kWh, stale_after: 2h}",
+            inputs: "[{name: Solar, rate: pv, total: {counter: pv_total}}]")
+        var engine = try Self.engine(config)
+        _ = Self.feed(&engine, [
+            ("2026-06-01T13:00:00Z", "market/price", "0.30"), ("2026-06-01T13:00:00Z", "home/grid", "0"),
+            ("2026-06-01T13:58:00Z", "home/pv_total", "100"), ("2026-06-01T13:58:00Z", "home/pv", "3000"),
+            ("2026-06-01T13:58:00Z", "home/grid", "0"), ("2026-06-01T14:00:00Z", "market/price", "0.40"),
+            ("2026-06-01T14:00:02Z", "home/grid", "0"), ("2026-06-01T14:03:00Z", "home/pv_total", "100.25"),
+        ])
+        let money = try #require(engine.money(ofWidget: "home"))
+        // 0.1 kWh before 14:00 at 0.30, 0.15 kWh after at 0.40.
+        #expect(abs((money.gridOnlyCost ?? 0) - 0.09) < 1e-9, "\(money.text)")
+        #expect(money.unpricedTotalKWh == 0, "\(money.text)")
+    }
+
     // MARK: - A rise over no time
 
     struct NoTimeCase: Sendable, CustomTestStringConvertible {

@@ -140,13 +140,18 @@ extension FlowEngine {
     }
 
     /// The earliest instant a stretch still to be priced can start at: a priced account's last
-    /// sample, or its counter's last reading.
+    /// sample, or its counter's last reading. Where the widget derives its output, every other
+    /// account's stretch moves it (`count`), and the share it moves is priced as the output's
+    /// consumption: a solar counter read every five minutes prices the home's use back to its last
+    /// reading.
     var pendingSince: Date? {
         var earliest: Date?
         for position in flowPositions where board.widgets[position].flow!.money != nil {
+            let derivesOutput = board.widgets[position].flow!.balanceNode.map { board.widgets[position].flow!.nodes[$0].integrates } ?? false
             for node in board.widgets[position].flow!.nodes.indices {
                 let setup = board.widgets[position].flow!.nodes[node].setup
-                for account in setup.accountKinds.indices where Self.pricing(of: setup.accountKinds[account], at: setup.place) != nil {
+                for account in setup.accountKinds.indices
+                where Self.pricing(of: setup.accountKinds[account], at: setup.place) != nil || derivesOutput && setup.place != .output {
                     let total = board.widgets[position].flow!.nodes[node].accounts[account]
                     for time in [total.lastSample.map { total.countedUntil ?? $0.at }, total.counter?.lastAt] {
                         if let time, earliest.map({ time < $0 }) ?? true { earliest = time }
