@@ -277,27 +277,11 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             // The fraction was rounded to whole (or `level_step`) percent; ×100 must not show 76.00000000001.
             return bar.value.map { ($0 * 100 * 1e6).rounded() / 1e6 }
         case (.rate(let place), .flow(let flow)):
-            return node(place, in: flow, widget: widget)?.rate
+            return flow.node(configured: place, inputNames: inputNames[widget] ?? [])?.rate
         case (.level(let place), .flow(let flow)):
-            return node(place, in: flow, widget: widget)?.level
+            return flow.node(configured: place, inputNames: inputNames[widget] ?? [])?.level
         default:
             return nil
-        }
-    }
-
-    /// The document's node at `place`. The inputs of a document carry no position: all of them are
-    /// there, or the configured name tells which one is; otherwise the value is unknown.
-    private func node(_ place: NodePlace, in flow: FlowContent, widget: String) -> FlowNode? {
-        switch place {
-        case .output: return flow.output
-        case .storage: return flow.storage
-        case .exchange: return flow.exchange
-        case .input(let index):
-            let shown = flow.inputs ?? []
-            let names = inputNames[widget] ?? []
-            if shown.count == names.count { return index < shown.count ? shown[index] : nil }
-            guard index < names.count, let name = names[index], names.filter({ $0 == name }).count == 1 else { return nil }
-            return shown.first { $0.name == name }
         }
     }
 

@@ -31,6 +31,7 @@ extension Bridge {
             widget.money = engine.money(ofWidget: config.name)
             widget.lifetimeMoney = taken.lifetime.money(of: config.name, today: widget.money)
             widget.chart = taken.histories[config.name]?.charts(title: config.shared.label ?? config.name, through: now).last
+            widget.nodes = config.nodes.map { ($0.place, $0.node.name) }
             widgets.append(widget)
         }
         for config in engine.config.progressWidgets {

@@ -25,9 +25,12 @@ public enum MetricsText {
         out.family("flowbridge_power_watts", .gauge, "Each node's power as the widget shows it now (exchange: + importing; storage: + charging).")
         for widget in flows {
             guard case .flow(let flow)? = widget.document?.content, let factor = wattsPerUnit(flow.unit) else { continue }
-            for (place, node) in flow.nodes {
-                guard let rate = node.rate, rate.isFinite else { continue }
-                out.sample("flowbridge_power_watts", ["widget": widget.name, "node": node.name ?? place.description, "slot": place.slot.rawValue], rate * factor)
+            let inputNames = widget.nodes.filter { $0.place.slot == .inputs }.map(\.name)
+            for (place, name) in widget.nodes {
+                guard let rate = flow.node(configured: place, inputNames: inputNames)?.rate, rate.isFinite else { continue }
+                // A series per node of the config: its name where no other node has it, else its place.
+                let label = name.flatMap { name in widget.nodes.filter { $0.name == name }.count == 1 ? name : nil } ?? place.description
+                out.sample("flowbridge_power_watts", ["widget": widget.name, "node": label, "slot": place.slot.rawValue], rate * factor)
             }
         }
 

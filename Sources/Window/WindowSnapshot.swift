@@ -17,6 +17,9 @@ public struct WindowSnapshot: Sendable {
         public var lifetimeMoney: LifetimeAccounts.Money?
         /// Today's power, as the widget was pushed.
         public var chart: DayChart?
+        /// A flow widget's nodes as the config has them, by place and name: what `/metrics` finds
+        /// and labels each node's power by, the same series whatever the document leaves out.
+        public var nodes: [(place: NodePlace, name: String?)] = []
 
         public init(name: String, document: ShownDocument?) {
             self.name = name

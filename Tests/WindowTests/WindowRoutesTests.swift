@@ -81,6 +81,30 @@ import Window
         #expect(metrics.contains("flowbridge_broker_connected 0"))
     }
 
+    /// Each node of the config is one series of `flowbridge_power_watts`, labelled by its name
+    /// where no other node has it, else by its place; an input whose place the document cannot
+    /// tell (an earlier one left out, no name to find it by) is left out, never put under its
+    /// neighbour's label.
+    @Test(arguments: [
+        // Two inputs of one name, an unnamed one: all drawn, each under its own place.
+        ([("PV", 100.0), ("PV", 200), (nil, 300)], [0, 1, 2], [#"node="inputs[0]",slot="inputs""#: 100.0, #"node="inputs[1]",slot="inputs""#: 200, #"node="inputs[2]",slot="inputs""#: 300]),
+        // The first input left out: the named one found by its name, the unnamed one unknown.
+        ([(nil, 100.0), ("Carport", 200), (nil, 300)], [1, 2], [#"node="Carport",slot="inputs""#: 200]),
+    ] as [([(String?, Double)], [Int], [String: Double])])
+    func eachConfiguredNodeIsOneSeries(inputs: [(String?, Double)], drawn: [Int], expected: [String: Double]) {
+        var snapshot = Self.snapshot()
+        let shown = drawn.map { FlowNode(name: inputs[$0].0, rate: inputs[$0].1) }
+        let flow = FlowContent(inputs: shown, output: FlowNode(name: "Home", rate: 600))
+        snapshot.widgets[0].document = ShownDocument(content: .flow(flow), held: HeldMark())
+        snapshot.widgets[0].nodes = inputs.indices.map { (.input($0), inputs[$0].0) } + [(.output, "Home")]
+        let metrics = String(decoding: Self.window(snapshot).respond(HTTPRequest(method: "GET", path: "/metrics", peer: Self.loopback)).body, as: UTF8.self)
+        let samples = metrics.split(separator: "\n").filter { $0.hasPrefix("flowbridge_power_watts{") }
+        var want = expected.map { "flowbridge_power_watts{\($0.key),widget=\"power\"} \(JSONValue.format($0.value))" }
+        want.append(#"flowbridge_power_watts{node="Home",slot="output",widget="power"} 600"#)
+        #expect(Set(samples.map(String.init)) == Set(want), "\(metrics)")
+        #expect(samples.count == want.count)
+    }
+
     @Test func historyWithABook() throws {
         struct Book: PeriodSource {
             func periods(through now: Date, zone: any LocalTimeZone) -> PeriodRows? {

@@ -63,6 +63,26 @@ public struct FlowNode: Sendable, Equatable {
     }
 }
 
+extension FlowContent {
+    /// The node the config puts at `place`, as this document shows it, or nil. The inputs of a
+    /// document carry no position (an input with nothing to show is left out, and the next moves
+    /// up): all of them are there, or the configured name (`inputNames`, the config's, in order)
+    /// tells which one it is, if no other input has it; otherwise which one is unknown. Home
+    /// Assistant's sensors and `/metrics` read a node's value by it.
+    public func node(configured place: NodePlace, inputNames names: [String?]) -> FlowNode? {
+        switch place {
+        case .output: return output
+        case .storage: return storage
+        case .exchange: return exchange
+        case .input(let index):
+            let shown = inputs ?? []
+            if shown.count == names.count { return index < shown.count ? shown[index] : nil }
+            guard index < names.count, let name = names[index], names.filter({ $0 == name }).count == 1 else { return nil }
+            return shown.first { $0.name == name }
+        }
+    }
+}
+
 /// The four slots of the flow template.
 public enum FlowSlot: String, Sendable, CaseIterable, Hashable {
     case inputs, output, storage, exchange
