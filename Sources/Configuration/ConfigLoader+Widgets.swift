@@ -75,8 +75,8 @@ extension ConfigLoader {
         let subtitle = map.field("subtitle").map { loadSubtitle($0, template: template) }
         let shared = SharedContent(
             label: map.text("label")?.value, subtitle: subtitle?.text, icon: map.text("icon", limit: 128)?.value,
-            accentColor: map.text("accent_color")?.value, backgroundColor: map.text("background_color")?.value,
-            textColor: map.text("text_color")?.value)
+            accentColor: map.color("accent_color")?.value, backgroundColor: map.color("background_color")?.value,
+            textColor: map.color("text_color")?.value)
         let policy = map.field("policy").map(loadPolicy) ?? PatchPolicyConfig()
         let staleMarker = map.flag("stale_marker")?.value ?? true
         let known = Dictionary(sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -306,10 +306,7 @@ extension ConfigLoader {
         defer { map.finish() }
         let name = map.text("name", limit: 32)?.value
         let icon = map.text("icon", limit: 128)?.value
-        let color = map.text("color")
-        if let color, !FlowNode.isColor(color.value) {
-            color.report("'\(color.value)' is not a color the widget takes: a name (yellow, mint) or hex (#FFCC00)")
-        }
+        let color = map.color("color")
         let whenStale = map.choice("when_stale", as: StaleBehavior.self)?.value
         let rate = map.required("rate").flatMap { loadRate($0, slot: slot, sources: sources) }
         var level: String?

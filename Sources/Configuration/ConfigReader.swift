@@ -1,3 +1,5 @@
+import FlowCore
+
 /// One thing wrong with a config file, with the key path and the line it concerns.
 public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
     public var path: String
@@ -91,6 +93,16 @@ struct MappingReader {
             text.report("'\(text.value)' is longer than \(limit) characters, which the widget rejects")
         }
         return text
+    }
+
+    /// A color the widget takes (a name or hex, `FlowNode.isColor`): a node's, and the shared
+    /// accent, background and text colors, checked alike.
+    mutating func color(_ key: String) -> ConfigValue<String>? {
+        guard let color = text(key) else { return nil }
+        if !FlowNode.isColor(color.value) {
+            color.report("'\(PrintableText.escaped(color.value))' is not a color the widget takes: a name (yellow, mint) or hex (#FFCC00)")
+        }
+        return color
     }
 
     /// Takes every key: nothing in this mapping is reported as unknown.

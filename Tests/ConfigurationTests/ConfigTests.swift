@@ -114,6 +114,11 @@ import Testing
          "line 2: sources.a.max_payload: 'lots' is not a size in bytes (write e.g. 65536, 64KiB or 1MiB)"),
         ("sources:\n  a: {topic: x, max_payload: 512MiB}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
          "line 2: sources.a.max_payload: '512MiB' is more than an MQTT message can carry (268368892 bytes)"),
+        // Colors are a name or hex, the node's and the shared ones alike (the widget refuses a push with another).
+        ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a, color: light blue}}}\n",
+         "line 4: widgets.w.flow.output.color: 'light blue' is not a color the widget takes: a name (yellow, mint) or hex (#FFCC00)"),
+        ("sources:\n  a: {topic: x}\nwidgets:\n  w: {template: flow, accent_color: \"#12\", flow: {output: {rate: a}}}\n",
+         "line 4: widgets.w.accent_color: '#12' is not a color the widget takes: a name (yellow, mint) or hex (#FFCC00)"),
         ("sources:\n  a: {topic: x, stale_after: 0s}\nwidgets:\n  w: {template: flow, flow: {output: {rate: a}}}\n",
          "line 2: sources.a.stale_after: must be longer than 0s (or never)"),
         // With it, a reading of 1e308 W passed, and two of them integrated to an infinite total.
