@@ -67,6 +67,8 @@ extension ConfigLoader {
         if let prefix = section.topicPrefix?.text() {
             if prefix.value.isEmpty || prefix.value.contains("+") || prefix.value.contains("#") {
                 prefix.report("must be a topic without wildcards")
+            } else if let refused = TopicFilter.refusedCharacter(in: prefix.value) {
+                prefix.report("holds \(refused), which MQTT refuses in a topic")
             } else {
                 section.settings.topicPrefix = prefix.value
             }
@@ -121,8 +123,8 @@ extension ConfigLoader {
             guard var map = item.mapping() else { return nil }
             defer { map.finish() }
             var topic = map.required("topic")?.text()
-            if let text = topic?.value, text.isEmpty || text.contains("+") || text.contains("#") || text.utf8.contains(0) {
-                topic?.report("'\(text)' is not a topic to publish to (not empty, no wildcards)")
+            if let text = topic?.value, text.isEmpty || text.contains("+") || text.contains("#") || TopicFilter.refusedCharacter(in: text) != nil {
+                topic?.report("'\(PrintableText.escaped(text))' is not a topic to publish to (not empty, no wildcards, no control characters)")
                 topic = nil
             }
             let interval = map.duration("interval")

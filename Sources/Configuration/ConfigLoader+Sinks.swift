@@ -73,9 +73,8 @@ extension ConfigLoader {
 
     /// Why `topic` cannot start the topics flowbridge publishes, or nil.
     static func publishTopicProblem(_ topic: String) -> String? {
-        if topic.isEmpty || topic.contains("+") || topic.contains("#") || topic.utf8.contains(0) {
-            return "must be a topic without wildcards"
-        }
+        if topic.isEmpty || topic.contains("+") || topic.contains("#") { return "must be a topic without wildcards" }
+        if let refused = TopicFilter.refusedCharacter(in: topic) { return "holds \(refused), which MQTT refuses in a topic" }
         if topic.hasPrefix("/") || topic.hasSuffix("/") { return "must not start or end with /" }
         return nil
     }
