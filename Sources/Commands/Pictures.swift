@@ -31,6 +31,26 @@ struct PictureFolder {
         let safe = String(name.map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_" })
         return safe.isEmpty ? "widget" : safe.first == "." ? "_" + safe.dropFirst() : safe
     }
+
+    /// The name each of `widgets` gives its files, unique among them: its name as a file name, and
+    /// where two come out alike (`a b` and `a_b`, `Küche` and `K_che`), `-2`, `-3` after the later
+    /// ones in the order given (the config's), so that no picture is written over another's.
+    static func fileNames(of widgets: [String]) -> [String: String] {
+        var names: [String: String] = [:]
+        var taken: Set<String> = []
+        for widget in widgets where names[widget] == nil {
+            let base = fileName(widget)
+            var name = base
+            var count = 1
+            while taken.contains(name) {
+                count += 1
+                name = "\(base)-\(count)"
+            }
+            taken.insert(name)
+            names[widget] = name
+        }
+        return names
+    }
 }
 
 /// What `replay --svg` draws: the last document of every widget (flow or progress), and for each
@@ -61,15 +81,17 @@ struct ReplayPictures {
     }
 
     /// Writes `<widget>.svg` and `<widget>-day-<date>.svg` for the `widgets` (config order) that were
-    /// pushed; `end` is when the replay stopped. Returns the files written.
+    /// pushed (each widget's name as `PictureFolder.fileNames` gives it); `end` is when the replay
+    /// stopped. Returns the files written.
     func write(widgets: [String], through end: Date?) throws(FileError) -> [String] {
         var written: [String] = []
+        let files = PictureFolder.fileNames(of: widgets)
         for widget in widgets {
-            guard let document = documents[widget] else { continue }
-            written.append(try folder.write(WidgetPicture.svg(document.content, held: document.held, at: end), named: widget))
+            guard let document = documents[widget], let file = files[widget] else { continue }
+            written.append(try folder.write(WidgetPicture.svg(document.content, held: document.held, at: end), named: file))
             guard case .flow(let flow) = document.content, let history = histories[widget] else { continue }
             for chart in history.charts(title: flow.shared.label ?? widget, through: end) {
-                written.append(try folder.write(chart.svg(), named: "\(widget)-day-\(chart.day.date)"))
+                written.append(try folder.write(chart.svg(), named: "\(file)-day-\(chart.day.date)"))
             }
         }
         return written

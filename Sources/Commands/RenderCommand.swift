@@ -64,6 +64,7 @@ struct RenderCommand: Command {
         var drawn = 0
         do {
             let folder = toFile ? nil : try PictureFolder(path: out)
+            let files = PictureFolder.fileNames(of: widgets)
             for widget in widgets {
                 guard let document = documents[widget] else {
                     shared.log.log(.warning, "widget '\(widget)' has nothing to show in \(statePath); no picture")
@@ -71,7 +72,7 @@ struct RenderCommand: Command {
                 }
                 let svg = WidgetPicture.svg(document.content, held: document.held, at: at)
                 if let folder {
-                    print(try folder.write(svg, named: widget))
+                    print(try folder.write(svg, named: files[widget] ?? widget))
                 } else {
                     try FileIO.writeAtomically(Array(svg.utf8), to: out, permissions: 0o644)
                     print(out)

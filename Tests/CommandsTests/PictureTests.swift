@@ -1,4 +1,4 @@
-import Commands
+@testable import Commands
 import Configuration
 import Persistence
 import Platform
@@ -160,5 +160,19 @@ enum DisplayTotal {
     static func text(_ total: Double) -> String {
         let tenths = Int((total * 10).rounded())
         return "\(tenths / 10).\(tenths % 10)"
+    }
+}
+
+/// Widgets whose names come out alike as file names each get pictures of their own.
+@Suite struct PictureFileNameTests {
+    @Test(arguments: [
+        (["a b", "a_b"], ["a_b", "a_b-2"]),
+        (["a_b-2", "a_b", "a b"], ["a_b-2", "a_b", "a_b-3"]),
+        (["Küche", "K_che", "K?che"], ["K_che", "K_che-2", "K_che-3"]),
+        (["power", "../power"], ["power", "_._power"]),
+    ])
+    func widgetsWhoseNamesFoldAlikeGetFilesOfTheirOwn(widgets: [String], files: [String]) {
+        let names = PictureFolder.fileNames(of: widgets)
+        #expect(widgets.map { names[$0] } == files)
     }
 }
