@@ -173,7 +173,7 @@ extension FlowEngine {
                     }
                     return false
                 }
-                let taken = bank.sources[position].take(value, topic: topic, at: now, kind: kind)
+                let taken = bank.sources[position].take(value, topic: topic, at: now, kind: kind, dayStart: day?.start)
                 if taken, setup.direction != nil { takeMagnitude(of: position) }
                 if taken, bank.sources[position].silentSince != nil { reportBack(position, at: now, into: &out) }
                 return taken

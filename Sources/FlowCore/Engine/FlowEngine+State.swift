@@ -77,7 +77,7 @@ extension FlowEngine {
         // saved in (a move east ends the date earlier).
         let latestSeconds = restoredDay.map { max($0.end.timeIntervalSince1970, savedDayStart + Self.longestDaySeconds) }
         let times = Self.plausibleSeconds.lowerBound...(latestSeconds ?? Self.plausibleSeconds.upperBound)
-        bank.restoreReadings(state["readings"], times: times, skip: skip)
+        bank.restoreReadings(state["readings"], times: times, dayStart: restoredDay?.start, skip: skip)
         // No node can see more energy in a day than all sources at their max_power for 25 hours.
         let maxDayKWh = config.sources.map(\.maxPowerW).reduce(0, +) * 25 / 1000
         if restoredDay != nil { board.restoreAccounts(from: state, maxDayKWh: maxDayKWh, times: times, into: &skipped) }

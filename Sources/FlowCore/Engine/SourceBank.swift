@@ -60,7 +60,7 @@ extension FlowEngine {
 
         /// Takes back saved readings of sources the config still has; a reading with an implausible
         /// number or time is named to `skip` and left out.
-        mutating func restoreReadings(_ saved: JSONValue?, times: ClosedRange<Double>, skip: (String) -> Void) {
+        mutating func restoreReadings(_ saved: JSONValue?, times: ClosedRange<Double>, dayStart: Date?, skip: (String) -> Void) {
             func reading(_ json: JSONValue, of source: SourceConfig) -> Reading? {
                 guard let number = json["value"]?.numberValue, let at = json["t"]?.numberValue, times.contains(at),
                     FlowEngine.isPlausible(number, for: source)
@@ -84,7 +84,7 @@ extension FlowEngine {
                         parts[topic] = part
                     }
                     sources[position].topics = parts
-                    sources[position].recombine()
+                    sources[position].recombine(dayStart: dayStart)
                 } else {
                     guard let restored = reading(value, of: source) else {
                         skip("the reading of '\(name)'")

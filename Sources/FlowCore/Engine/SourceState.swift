@@ -84,7 +84,8 @@ extension FlowEngine {
         /// Takes a decoded value from `topic`. Returns false when it changes nothing: a retained
         /// copy while a fresh reading exists (the broker re-sends it on every reconnect), or a late
         /// reading older than the one the source has.
-        mutating func take(_ value: Double, topic: String, at now: Date, kind: ReadingKind) -> Bool {
+        /// `dayStart`: where the local day began (see `recombine`).
+        mutating func take(_ value: Double, topic: String, at now: Date, kind: ReadingKind, dayStart: Date?) -> Bool {
             var at = now
             switch kind {
             case .live:
@@ -100,25 +101,30 @@ extension FlowEngine {
             lastValueAt = max(lastValueAt ?? now, now)
             if config.combine == .sum {
                 topics[topic] = Reading(value: value, at: at)
-                recombine()
+                recombine(dayStart: dayStart)
             } else {
                 reading = Reading(value: value, at: at)
             }
             return true
         }
 
-        /// `combine: sum`: the reading from the topics, as of the latest of them. A stale topic's
-        /// power or level leaves the sum (an inverter asleep makes nothing); its energy count stays
-        /// in it, as the device's count does: dropped, the sum would read as a counter reset, and a
-        /// daily counter's reset would count the awake topics' energy of the day twice.
-        mutating func recombine() {
+        /// `combine: sum`: the reading from the topics, as of the latest of them. A topic's power or
+        /// level leaves the sum once stale (an inverter asleep makes nothing). Its energy count
+        /// stays in it through the local day that began at `dayStart` (an inverter asleep at dusk
+        /// keeps its yield: dropped, the sum would read as a reset, and a daily counter's reset
+        /// would count the others' yield of the day twice), and leaves it on a later day (a daily
+        /// count of yesterday is none of today's, and would hide the others' reset at midnight).
+        mutating func recombine(dayStart: Date?) {
             guard let latest = topics.values.map(\.at).max() else {
                 reading = nil
                 return
             }
-            let staleAfter = config.unit.quantity == .energy ? .infinity : config.staleAfterSeconds ?? .infinity
+            let staleAfter = config.staleAfterSeconds ?? .infinity
+            let counts = config.unit.quantity == .energy
             var sum = 0.0
-            for part in topics.values where latest.timeIntervalSince(part.at) < staleAfter { sum += part.value }
+            for part in topics.values where counts ? dayStart.map({ part.at >= $0 }) ?? true : latest.timeIntervalSince(part.at) < staleAfter {
+                sum += part.value
+            }
             reading = Reading(value: sum, at: latest)
         }
 
