@@ -36,7 +36,7 @@ extension FlowEngine {
         let kind = setup.accountKinds[account]
         var slot = dayClock.lastDaySlots[slotIndex]
         amend(&closed, &slot, inWidget: position, node: node, account: account, by: before)
-        if setup.place != .output, let home = board.widgets[position].flow!.balanceNode, board.widgets[position].flow!.nodes[home].integrates {
+        if setup.place != .output, let home = board.widgets[position].flow!.countedBalanceNode {
             // The derived home's closed day moves as `count` moves today's: supply adds, use takes
             // away, never below 0.
             let shown = closed.nodeAccountsKWh[board.widgets[position].name]?[NodePlace.output.description]?[.consumption] ?? 0

@@ -147,7 +147,7 @@ extension FlowEngine {
     var pendingSince: Date? {
         var earliest: Date?
         for position in flowPositions where board.widgets[position].flow!.money != nil {
-            let derivesOutput = board.widgets[position].flow!.balanceNode.map { board.widgets[position].flow!.nodes[$0].integrates } ?? false
+            let derivesOutput = board.widgets[position].flow!.countedBalanceNode != nil
             for node in board.widgets[position].flow!.nodes.indices {
                 let setup = board.widgets[position].flow!.nodes[node].setup
                 for account in setup.accountKinds.indices

@@ -177,6 +177,9 @@ extension FlowEngine {
         var integrateOn: [[Int]] { _read { yield setup.integrateOn } }
         var countersOf: [[(node: Int, account: Int)]] { _read { yield setup.countersOf } }
         var balanceNode: Int? { setup.balanceNode }
+        /// The derived output, where it counts a total: every other account's energy moves its day
+        /// (`moveBalance`), and the share moved is priced as its consumption.
+        var countedBalanceNode: Int? { balanceNode.flatMap { nodes[$0].integrates ? $0 : nil } }
         var levelSource: Int? { setup.levelSource }
 
         /// Flow widget `widget` of `config` at the start of a day: its accounts at 0, its money
@@ -260,7 +263,7 @@ extension FlowEngine {
         /// when it did not move, or the widget has no derived output that integrates. One call, so
         /// the widget is reached once for what used to be five reads and writes through its template.
         mutating func moveBalance(byKWh kWh: Double) -> Double? {
-            guard let node = balanceNode, nodes[node].integrates else { return nil }
+            guard let node = countedBalanceNode else { return nil }
             let before = max(0, balanceKWh)
             balanceKWh += kWh
             let after = max(0, balanceKWh)
