@@ -65,10 +65,8 @@ extension ConfigLoader {
         }
         section.topicPrefix = map.field("topic_prefix")
         if let prefix = section.topicPrefix?.text() {
-            if prefix.value.isEmpty || prefix.value.contains("+") || prefix.value.contains("#") {
-                prefix.report("must be a topic without wildcards")
-            } else if let refused = TopicFilter.refusedCharacter(in: prefix.value) {
-                prefix.report("holds \(refused), which MQTT refuses in a topic")
+            if let problem = Self.topicProblem(prefix.value) {
+                prefix.report(problem)
             } else {
                 section.settings.topicPrefix = prefix.value
             }
@@ -123,8 +121,8 @@ extension ConfigLoader {
             guard var map = item.mapping() else { return nil }
             defer { map.finish() }
             var topic = map.required("topic")?.text()
-            if let text = topic?.value, text.isEmpty || text.contains("+") || text.contains("#") || TopicFilter.refusedCharacter(in: text) != nil {
-                topic?.report("'\(PrintableText.escaped(text))' is not a topic to publish to (not empty, no wildcards, no control characters)")
+            if let text = topic?.value, let problem = Self.topicProblem(text) {
+                topic?.report("'\(PrintableText.escaped(text))' is not a topic to publish to: it \(problem)")
                 topic = nil
             }
             let interval = map.duration("interval")

@@ -71,12 +71,18 @@ extension ConfigLoader {
         return settings
     }
 
-    /// Why `topic` cannot start the topics flowbridge publishes, or nil.
-    static func publishTopicProblem(_ topic: String) -> String? {
+    /// Why `topic` cannot be published to, or nil: empty, a wildcard, or a character a broker
+    /// refuses (`TopicFilter.refusedCharacter`). The status prefix, the discovery prefix and the
+    /// keepalive topics are checked by it.
+    static func topicProblem(_ topic: String) -> String? {
         if topic.isEmpty || topic.contains("+") || topic.contains("#") { return "must be a topic without wildcards" }
         if let refused = TopicFilter.refusedCharacter(in: topic) { return "holds \(refused), which MQTT refuses in a topic" }
-        if topic.hasPrefix("/") || topic.hasSuffix("/") { return "must not start or end with /" }
         return nil
+    }
+
+    /// Why `topic` cannot start the topics flowbridge publishes (`<prefix>/...`), or nil.
+    static func publishTopicProblem(_ topic: String) -> String? {
+        topicProblem(topic) ?? (topic.hasPrefix("/") || topic.hasSuffix("/") ? "must not start or end with /" : nil)
     }
 
     /// A widget's `push:` (read with the widget): its documents go to the widget HTTP API.
