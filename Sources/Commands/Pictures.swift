@@ -34,7 +34,8 @@ struct PictureFolder {
 
     /// The name each of `widgets` gives its files, unique among them: its name as a file name, and
     /// where two come out alike (`a b` and `a_b`, `Küche` and `K_che`), `-2`, `-3` after the later
-    /// ones in the order given (the config's), so that no picture is written over another's.
+    /// ones in the order given (`FlowConfig.widgetNames`: the flow widgets, then the progress
+    /// bars), so that no widget's picture is written over another's.
     static func fileNames(of widgets: [String]) -> [String: String] {
         var names: [String: String] = [:]
         var taken: Set<String> = []

@@ -57,7 +57,8 @@ extension FlowEngine {
     /// daemon saw its wall clock move differently from its monotonic clock. Believed at once:
     /// nothing is integrated across the step; the ages of readings, the silence of sources and the
     /// policies' intervals count what really passed; the day follows the clock (a step ahead past
-    /// midnight closes the day, a short step back past it counts on under the earlier date). A step
+    /// midnight closes the day, a short step back past it counts on under the earlier date unless
+    /// that date is closed, see `advanceDay`). A step
     /// far back before the day began is held as an excursion (see `EventTimeline`): the day goes
     /// on, and what is dated before it counts nothing unless the clock stays back.
     public mutating func clockStepped(by seconds: Double, at now: Date) -> [Output] {
