@@ -215,10 +215,10 @@ let afternoon = 86_400.0 * 20_600 + 14 * 3600 + 2 * 60
         #expect(restarted.rate("inputs") == 450)  // 222 stale at 155 s, counted from its own reading
     }
 
-    /// Two inverters' daily yields added up: one falls asleep at dusk with its count, the other
-    /// reports on. The sleeper's count stays in the sum (its yield is still today's), so the sum
-    /// never drops, and no reset counts the other's yield of the day twice.
-    @Test func aQuietTopicOfACounterSumKeepsItsCount() {
+    /// Two inverters (`dtu/a`, `dtu/b`), their power and their daily yields each added up, the
+    /// yields counting the input's day: each `(seconds, inverter, kWh)` after `start` sent with
+    /// 100 W of power.
+    static func dailyYields(from start: Double, _ readings: [(seconds: Double, inverter: String, kWh: Double)]) -> EngineHarness {
         let config = FlowConfig(
             sources: [
                 source("solar", "dtu/+/power", staleAfter: 600, combine: .sum),
@@ -226,15 +226,22 @@ let afternoon = 86_400.0 * 20_600 + 14 * 3600 + 2 * 60
             ],
             widgets: [FlowWidgetConfig(name: "w", inputs: [node("solar", total: .daily(source: "today"), name: "Solar")], policy: eager)])
         var home = EngineHarness(config)
-        let t0 = afternoon
-        // The second topic's first count is a jump of the sum: taken as a new count from 14 kWh.
-        for (seconds, topic, kWh) in [
-            (0.0, "a", 10.0), (1, "b", 4), (60, "a", 10.1), (120, "b", 4.1),  // a asleep from here on
-            (400, "b", 4.2), (800, "b", 4.3), (900, "b", 4.4),  // a stale at 660 s
-        ] {
-            home.send("dtu/\(topic)/yieldday", "\(kWh)", at: t0 + seconds)
-            home.send("dtu/\(topic)/power", "100", at: t0 + seconds)
+        for (seconds, inverter, kWh) in readings {
+            home.send("dtu/\(inverter)/yieldday", JSONValue.format(kWh), at: start + seconds)
+            home.send("dtu/\(inverter)/power", "100", at: start + seconds)
         }
+        return home
+    }
+
+    /// Two inverters' daily yields added up: one falls asleep at dusk with its count, the other
+    /// reports on. The sleeper's count stays in the sum (its yield is still today's), so the sum
+    /// never drops, and no reset counts the other's yield of the day twice.
+    @Test func aQuietTopicOfACounterSumKeepsItsCount() {
+        // The second topic's first count is a jump of the sum: taken as a new count from 14 kWh.
+        let home = Self.dailyYields(from: afternoon, [
+            (0, "a", 10), (1, "b", 4), (60, "a", 10.1), (120, "b", 4.1),  // a asleep from here on
+            (400, "b", 4.2), (800, "b", 4.3), (900, "b", 4.4),  // a stale at 660 s
+        ])
         #expect(abs(home.engine.readings["today"]!.value - 14.5) < 1e-9)
         #expect(abs((home.total("inputs") ?? 0) - 0.5) < 1e-9, "\(home.total("inputs") ?? -1)")
         #expect(!home.diagnostics.contains { $0.message.contains("the counter went back") }, "\(home.diagnostics)")
@@ -244,21 +251,10 @@ let afternoon = 86_400.0 * 20_600 + 14 * 3600 + 2 * 60
     /// inverter gone, or a retained copy of one) leaves the sum, so the other's reset is seen and
     /// its yield counts from 0.
     @Test func aCountOfYesterdayLeavesTheSum() {
-        let config = FlowConfig(
-            sources: [
-                source("solar", "dtu/+/power", staleAfter: 600, combine: .sum),
-                source("today", "dtu/+/yieldday", unit: .kilowattHour, staleAfter: 600, combine: .sum),
-            ],
-            widgets: [FlowWidgetConfig(name: "w", inputs: [node("solar", total: .daily(source: "today"), name: "Solar")], policy: eager)])
-        var home = EngineHarness(config)
-        let midnight = 86_400.0 * 20_601
-        for (seconds, topic, kWh) in [
-            (-36_000.0, "a", 10.0), (-35_999, "b", 4), (-30_000, "a", 15), (-3_600, "b", 5),  // a silent from noon on
+        let home = Self.dailyYields(from: 86_400.0 * 20_601, [
+            (-36_000, "a", 10), (-35_999, "b", 4), (-30_000, "a", 15), (-3_600, "b", 5),  // a silent from noon on
             (21_600, "b", 0.1), (21_700, "b", 0.2), (21_800, "b", 0.3),  // b counts today's from 0
-        ] {
-            home.send("dtu/\(topic)/yieldday", "\(kWh)", at: midnight + seconds)
-            home.send("dtu/\(topic)/power", "100", at: midnight + seconds)
-        }
+        ])
         #expect(home.engine.lastClosedDay?.date == CivilDate(daysSinceEpoch: 20_600))
         #expect(abs(home.engine.readings["today"]!.value - 0.3) < 1e-9)
         #expect(abs((home.total("inputs") ?? 0) - 0.3) < 1e-9, "\(home.total("inputs") ?? -1)")
