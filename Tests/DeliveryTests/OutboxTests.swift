@@ -33,6 +33,8 @@ import Testing
         let threads = Mutex<[pthread_t]>([])
         let coalesced = Mutex(0)
         let gate = DispatchSemaphore(value: 0)
+        /// Signalled as each delivery begins, before the gate.
+        let deliveryBegan = DispatchSemaphore(value: 0)
         /// Signalled after each batch.
         let batchDelivered = DispatchSemaphore(value: 0)
         let blocking: Bool
@@ -60,6 +62,7 @@ import Testing
                 deliver: { pushes in
                     if self.delivering.add(1, ordering: .sequentiallyConsistent).newValue > 1 { self.overlapped.store(true, ordering: .relaxed) }
                     defer { self.delivering.subtract(1, ordering: .sequentiallyConsistent) }
+                    self.deliveryBegan.signal()
                     if self.blocking { self.gate.wait() }
                     if self.deliveryMicroseconds > 0 { usleep(self.deliveryMicroseconds) }
                     self.batches.withLock { $0.append(pushes) }
@@ -108,7 +111,10 @@ import Testing
         let outbox = try recorder.outbox(capacity: capacity)
         let pushes = Self.pushes((0..<10_000).map { Double($0 % 2000) - 1000 })
         outbox.offer(pushes[0])
-        for push in pushes.dropFirst() { outbox.offer(push) }  // the deliver of the first blocks meanwhile
+        // The first is being delivered, and blocks, before the rest come: on a busy machine the
+        // sink's thread could otherwise wake only after all of them, and send one whole document.
+        try #require(recorder.deliveryBegan.wait(timeout: .now() + .seconds(30)) == .success)
+        for push in pushes.dropFirst() { outbox.offer(push) }
         for _ in 0..<3 { recorder.gate.signal() }  // the first batch, then the coalesced rest
         #expect(outbox.stop(timeout: .seconds(5)))
         // Whatever waited behind the stuck batch was never more than `capacity` pushes.
