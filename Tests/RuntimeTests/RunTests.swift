@@ -73,16 +73,9 @@ struct RunTests {
         }
 
         /// Peak resident memory (kB) so far.
-        var peakRSSKilobytes: Int? { statusKilobytes("VmHWM:") }
+        var peakRSSKilobytes: Int? { statusKilobytes("VmHWM:", of: process.pid) }
         /// Resident memory (kB) now.
-        var residentKilobytes: Int? { statusKilobytes("VmRSS:") }
-
-        /// A figure in kB of `/proc/PID/status`.
-        private func statusKilobytes(_ field: String) -> Int? {
-            guard let status = try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8) else { return nil }
-            let line = status.split(separator: "\n").first { $0.hasPrefix(field) }
-            return line.flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true)[1]) }
-        }
+        var residentKilobytes: Int? { statusKilobytes("VmRSS:", of: process.pid) }
     }
 
     /// The test home; `stdout`: its pushes as NDJSON on standard output (the daemon's output file).

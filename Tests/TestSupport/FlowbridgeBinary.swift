@@ -124,11 +124,22 @@ public final class TemporaryFolder {
     }
 }
 
+/// A figure in kB of `/proc/PID/status` (`VmHWM:`, `VmRSS:`), nil when the process or the field
+/// is gone.
+public func statusKilobytes(_ field: String, of pid: pid_t = getpid()) -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+    let line = status.split(separator: "\n").first { $0.hasPrefix(field) }
+    return line.flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true)[1]) }
+}
+
 /// Runs the flowbridge binary to its end and measures its peak resident memory (`wait4`'s
 /// `ru_maxrss`); standard error is returned, standard output discarded. Linux counts the memory
-/// the child shared with this process until its exec (posix_spawn is a vfork), so the figure is
-/// at least this test process's size: compare it with a baseline measured the same way.
-public func runFlowbridgeMeasured(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, err: String, peakRSSKilobytes: Int) {
+/// the child shared with this process until its exec (posix_spawn is a vfork): the figure is at
+/// least this test process's own peak at the spawn, `floorKilobytes`, which grows as the tests
+/// running beside it do, so a figure is compared with its own floor, not another run's.
+public func runFlowbridgeMeasured(
+    _ arguments: [String], environment: [String: String] = [:]
+) throws -> (status: Int32, err: String, peakRSSKilobytes: Int, floorKilobytes: Int) {
     let folder = TemporaryFolder()
     let errors = folder.url.appendingPathComponent("err.log").path
     var actions = posix_spawn_file_actions_t()
@@ -144,13 +155,14 @@ public func runFlowbridgeMeasured(_ arguments: [String], environment: [String: S
     let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer { envp.forEach { free($0) } }
     var pid = pid_t()
+    let floor = statusKilobytes("VmHWM:") ?? 0
     let rc = posix_spawn(&pid, Repository.binary, &actions, nil, argv, envp)
     guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EINVAL) }
     var status: Int32 = 0
     var usage = rusage()
     while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
     let text = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
-    return ((status >> 8) & 0xff, text, Int(usage.ru_maxrss))
+    return ((status >> 8) & 0xff, text, Int(usage.ru_maxrss), floor)
 }
 
 /// The command that runs `arguments` as a normal user: through `setpriv` as nobody when the tests
