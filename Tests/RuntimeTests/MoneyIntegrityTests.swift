@@ -17,6 +17,12 @@ import Testing
     static let meter = "  meter: {topic: grid/energy, unit: kWh, max_power: 1e9}"
     static let counterExchange = "{name: Grid, rate: grid, total: {counter: meter}}"
 
+    /// The home of a grid counter without a tariff, and with import at 0.30: a tariff added.
+    static let meterHome: (unpriced: String, priced: String) = {
+        let priced = Self.config(tariff: "  import: {price: 0.30}", sources: Self.meter, exchange: Self.counterExchange)
+        return (String(priced[..<priced.range(of: "tariff:")!.lowerBound]), priced)
+    }()
+
     static func engine(_ config: String) throws -> FlowEngine {
         FlowEngine(config: try DaemonConfig.parse(config, file: "t.yaml").flow, zone: FixedOffsetZone())
     }
@@ -74,8 +80,7 @@ import Testing
     /// as energy that cost nothing. 0.5 kWh imported before the tariff, then 0.25 kWh at 0.30.
     @Test(arguments: [false, true])
     func energyCountedBeforeTheMoneyBeganIsUnpriced(reload: Bool) throws {
-        let priced = Self.config(tariff: "  import: {price: 0.30}", sources: Self.meter, exchange: Self.counterExchange)
-        let unpriced = String(priced[..<(try #require(priced.range(of: "tariff:"))).lowerBound])
+        let (unpriced, priced) = Self.meterHome
         let before = [("2026-06-01T10:00:00Z", "grid/energy", "1000"), ("2026-06-01T10:10:00Z", "grid/energy", "1000.5")]
         let after = [("2026-06-01T10:20:00Z", "grid/energy", "1000.75")]
         let money: MoneyReport?
@@ -111,8 +116,7 @@ import Testing
     /// tariff from 10:15, the next reading at 10:20): the rise's share before the reload had no
     /// price, so it is unpriced, not priced at 0; the share after it at the new price.
     @Test func aRiseReadAfterAReloadThatBringsTheTariffIsUnpricedBeforeIt() throws {
-        let priced = Self.config(tariff: "  import: {price: 0.30}", sources: Self.meter, exchange: Self.counterExchange)
-        let unpriced = String(priced[..<(try #require(priced.range(of: "tariff:"))).lowerBound])
+        let (unpriced, priced) = Self.meterHome
         var old = try Self.engine(unpriced)
         _ = Self.feed(&old, [("2026-06-01T10:00:00Z", "grid/energy", "1000"), ("2026-06-01T10:10:00Z", "grid/energy", "1000.5")])
         var reloaded = try Self.engine(priced)
